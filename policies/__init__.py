@@ -10,10 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ActionSpec, Policy
+from .cnn import CNNPolicy
 from .mlp import MLPPolicy
+from .neuromod import NeuromodPolicy
 from .obsnorm import RunningMeanStd
 
-POLICIES: dict[str, type[Policy]] = {"mlp": MLPPolicy}
+POLICIES: dict[str, type[Policy]] = {
+    "mlp": MLPPolicy,
+    "cnn": CNNPolicy,
+    "neuromod": NeuromodPolicy,
+}
 
 
 def make(kind: str, obs_shape, action: ActionSpec, **options: Any) -> Policy:
@@ -35,4 +41,14 @@ def from_spec(spec: dict[str, Any]) -> Policy:
     )
 
 
-__all__ = ["POLICIES", "ActionSpec", "Policy", "RunningMeanStd", "from_spec", "make"]
+__all__ = [
+    "POLICIES",
+    "ActionSpec",
+    "CNNPolicy",
+    "MLPPolicy",
+    "NeuromodPolicy",
+    "Policy",
+    "RunningMeanStd",
+    "from_spec",
+    "make",
+]

@@ -5,6 +5,10 @@ A policy kind knows its parameter count for given observation/action spaces and 
 call, never a Python loop over individuals. Recurrent / plastic policies carry a ``state``
 that the evaluator creates with ``initial_state`` and resets per environment slot with
 ``reset_state`` when an episode ends.
+
+Kinds implement ``forward`` (raw network outputs: logits for discrete actions, pre-squash
+values for Box) and get ``act`` = ``to_action(forward(...))``; tests compare ``forward``
+against per-individual reference networks without argmax ties getting in the way.
 """
 
 from __future__ import annotations
@@ -68,6 +72,24 @@ class ActionSpec:
         )
 
 
+# Normalized observations are clipped to this many standard deviations (Salimans et al. 2017),
+# so one outlier observation cannot saturate every tanh unit.
+OBS_CLIP = 10.0
+
+
+def normalize_obs(
+    x: torch.Tensor, obs_mean: torch.Tensor | None, obs_std: torch.Tensor | None
+) -> torch.Tensor:
+    """``clamp((x - mean) / std, -OBS_CLIP, OBS_CLIP)`` over flattened observations
+    ``x (..., obs_dim)``; ``x`` unchanged when ``obs_mean`` is None."""
+    if obs_mean is None:
+        return x
+    if obs_std is None:
+        raise ValueError("obs_mean given without obs_std")
+    x = (x - obs_mean.reshape(-1).to(x)) / obs_std.reshape(-1).to(x)
+    return x.clamp(-OBS_CLIP, OBS_CLIP)
+
+
 class Policy(ABC):
     """A policy kind bound to an observation shape and an action spec."""
 
@@ -99,6 +121,65 @@ class Policy(ABC):
         ``obs_shape``), when given, normalize observations inside the forward pass.
         """
 
+    def forward(
+        self,
+        params: torch.Tensor,
+        obs: torch.Tensor,
+        state: Any = None,
+        obs_mean: torch.Tensor | None = None,
+        obs_std: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Any]:
+        """Raw outputs ``(P, B, action.size)`` float32 (logits / pre-squash) and the new
+        state; same arguments as ``act``. Kinds that build on ``to_action`` implement it."""
+        raise NotImplementedError(f"policy {self.kind!r} does not expose raw outputs")
+
+    def check_inputs(self, params: torch.Tensor, obs: torch.Tensor) -> tuple[int, int]:
+        """``(P, B)`` after checking ``params (P, D)`` and ``obs (P, B, *obs_shape)``; a
+        one-line ValueError naming the mismatch otherwise."""
+        if params.dim() != 2 or params.shape[1] != self.num_params:
+            raise ValueError(
+                f"policy {self.kind!r} needs params of shape (P, {self.num_params}), "
+                f"got {tuple(params.shape)}"
+            )
+        if obs.dim() < 2 or tuple(obs.shape[2:]) != self.obs_shape:
+            raise ValueError(
+                f"policy {self.kind!r} needs obs of shape (P, B, *{self.obs_shape}), "
+                f"got {tuple(obs.shape)}"
+            )
+        if obs.shape[0] != params.shape[0]:
+            raise ValueError(
+                f"params hold {params.shape[0]} individuals but obs hold {obs.shape[0]}"
+            )
+        return int(obs.shape[0]), int(obs.shape[1])
+
+    def to_action(self, y: torch.Tensor) -> torch.Tensor:
+        """Raw outputs ``y (P, B, action.size)`` -> actions: argmax (int64 ``(P, B)``) for
+        discrete; for Box ``low + (tanh(y) + 1) / 2 * (high - low)``, reshaped to
+        ``(P, B, *action.shape)``. Dimensions with an infinite bound pass ``y`` through
+        unsquashed (squashing into an infinite interval would give NaN)."""
+        if self.action.discrete:
+            return y.argmax(dim=-1)
+        low, high, finite = self._box_bounds(y.device, y.dtype)
+        # The clamp keeps float rounding in ``low + (high - low)`` from passing ``high``.
+        squashed = (low + (torch.tanh(y) + 1.0) * 0.5 * (high - low)).clamp(low, high)
+        a = torch.where(finite, squashed, y)
+        return a.reshape(*y.shape[:2], *self.action.shape)
+
+    def _box_bounds(self, device: torch.device, dtype: torch.dtype):
+        # Cached per device/dtype: building them every step would be a host->device copy.
+        cache = self.__dict__.setdefault("_bounds_cache", {})
+        key = (str(device), dtype)
+        if key not in cache:
+            low = torch.tensor(self.action.low, dtype=torch.float64)
+            high = torch.tensor(self.action.high, dtype=torch.float64)
+            finite = torch.isfinite(low) & torch.isfinite(high)
+            cache[key] = (
+                torch.where(finite, low, 0.0).to(device=device, dtype=dtype),
+                torch.where(finite, high, 0.0).to(device=device, dtype=dtype),
+                finite.to(device=device),
+            )
+        return cache[key]
+
     def initial_state(self, P: int, B: int, device: torch.device | str = "cpu") -> Any:
         """Per-slot recurrent state for P individuals x B envs (None for stateless kinds)."""
         return None
@@ -117,5 +198,5 @@ class Policy(ABC):
             "kind": self.kind,
             "obs_shape": list(self.obs_shape),
             "action": self.action.to_dict(),
-            "options": self.options,
+            "options": dict(self.options),
         }

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import ActionSpec, Policy
+from .base import ActionSpec, Policy, normalize_obs
 
 
 class MLPPolicy(Policy):
@@ -36,21 +36,16 @@ class MLPPolicy(Policy):
             self._layers.append((off, off + fi * fo, fi, fo))
             off += fi * fo + fo
         self._num_params = off
-        if not action.discrete:
-            self._low = torch.tensor(action.low, dtype=torch.float32)
-            self._high = torch.tensor(action.high, dtype=torch.float32)
 
     @property
     def num_params(self) -> int:
         return self._num_params
 
-    def act(self, params, obs, state=None, obs_mean=None, obs_std=None):
-        P, B = obs.shape[0], obs.shape[1]
+    def forward(self, params, obs, state=None, obs_mean=None, obs_std=None):
+        P, B = self.check_inputs(params, obs)
         p = params.to(dtype=torch.float32)
         h = obs.reshape(P, B, self.in_dim).to(device=p.device, dtype=torch.float32)
-        if obs_mean is not None:
-            h = (h - obs_mean.reshape(-1).to(h)) / obs_std.reshape(-1).to(h)
-            h = h.clamp(-10.0, 10.0)  # as in Salimans et al.: bound normalized inputs
+        h = normalize_obs(h, obs_mean, obs_std)
         last = len(self._layers) - 1
         for i, (w_off, b_off, fi, fo) in enumerate(self._layers):
             W = p[:, w_off:b_off].reshape(P, fi, fo)
@@ -58,14 +53,11 @@ class MLPPolicy(Policy):
             h = torch.baddbmm(b, h, W)
             if i < last:
                 h = torch.tanh(h)
-        return self._to_action(h), state
+        return h, state
 
-    def _to_action(self, y: torch.Tensor) -> torch.Tensor:
-        if self.action.discrete:
-            return y.argmax(dim=-1)
-        low, high = self._low.to(y.device), self._high.to(y.device)
-        a = low + (torch.tanh(y) + 1.0) * 0.5 * (high - low)
-        return a.reshape(*y.shape[:2], *self.action.shape)
+    def act(self, params, obs, state=None, obs_mean=None, obs_std=None):
+        y, state = self.forward(params, obs, state, obs_mean, obs_std)
+        return self.to_action(y), state
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         """Zero center: with tanh and a linear head every action starts equally likely
