@@ -1,0 +1,196 @@
+"""Evaluation throughput: this project's EnvPool evaluator against raw EnvPool and a naive loop.
+
+Workload: LunarLander-v3, 32 MLP(64, 64) policies with random parameters (normal * 0.1 from
+a fixed seed, so episode lengths vary), 4 episodes each, 2 threads. Side by side, in one
+run, interleaved over ``--repeats`` rounds (median reported, so a noisy neighbour hits all
+three alike):
+
+  (a) raw EnvPool: the same number of envs, async send/recv (batch = half the envs),
+      random actions, no policy -- the ceiling;
+  (b) ``EnvPoolEvaluator.evaluate`` (pool built once, before timing);
+  (c) naive Gymnasium loop as estool does it: one env, one individual at a time, one torch
+      forward per step (timed on a prefix of the population, ``--naive-seconds`` budget).
+
+Plus torch-native CartPole on CPU when ``envs.torch_evaluator`` exists ("n/a" otherwise).
+Prints a table and a final JSON line with ``ratio_vs_raw`` (b/a) and ``ratio_vs_naive``
+(b/c). Steps are live env steps (frames of finished episodes are not counted for (b)/(c);
+raw stepping counts every frame, which is what a ceiling means). Also printed: steps per
+CPU-second of the whole process for (a) and (b) (``cpu_ratio_vs_raw``), which another load on
+a shared machine distorts far less than wall time.
+
+Where (b) loses to (a): every round (one ``policy.act`` + one send/recv) has a fixed cost on
+the calling thread, and an evaluation needs as many rounds as its longest episode. Random
+LunarLander policies crash in ~80 steps but a few last 300+, so most rounds step few envs.
+
+    python benchmarks/eval_throughput.py [--repeats 3] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.envpool_evaluator import EnvPoolEvaluator  # noqa: E402
+
+ENV_ID = "LunarLander-v3"
+HIDDEN = (64, 64)
+
+
+def population(num_params: int, P: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(P, num_params)) * 0.1
+
+
+def bench_evaluator(ev: EnvPoolEvaluator, params: np.ndarray, seed: int) -> tuple[float, dict]:
+    c0 = time.process_time()
+    res = ev.evaluate(params, seed=seed)
+    cpu = time.process_time() - c0
+    return res.env_steps / res.wall_s, {
+        "env_steps": res.env_steps, "frames": res.frames, "wall_s": round(res.wall_s, 4),
+        "cpu_s": round(cpu, 4), "rounds": res.extra["rounds"],
+        "live_fraction": res.live_fraction, "mean_len": float(res.lengths.mean()),
+        "max_len": int(res.lengths.max()),
+    }
+
+
+def bench_raw(num_envs: int, threads: int, steps: int, seed: int) -> tuple[float, float]:
+    import envpool
+
+    env = envpool.make(ENV_ID, env_type="gymnasium", num_envs=num_envs,
+                       batch_size=max(1, num_envs // 2), num_threads=threads, seed=seed)
+    rng = np.random.default_rng(seed)
+    actions = rng.integers(0, 4, size=(1024, num_envs // 2 or 1)).astype(np.int32)
+    env.async_reset()
+    n, k = 0, 0
+    t0, c0 = time.perf_counter(), time.process_time()
+    while n < steps:
+        _, _, _, _, info = env.recv()
+        ids = info["env_id"]
+        env.send(actions[k % 1024, : len(ids)], ids)
+        n += len(ids)
+        k += 1
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    env.close()
+    return n / dt, n / cpu
+
+
+@torch.inference_mode()
+def bench_naive(policy, params: np.ndarray, episodes: int, budget_s: float, seed: int) -> float:
+    import gymnasium as gym
+
+    env = gym.make(ENV_ID)
+    n = 0
+    t0 = time.perf_counter()
+    for p in range(len(params)):
+        pt = torch.as_tensor(params[p : p + 1], dtype=torch.float32)
+        for e in range(episodes):
+            obs, _ = env.reset(seed=seed + e)
+            done = False
+            while not done:
+                o = torch.as_tensor(obs, dtype=torch.float32).reshape(1, 1, -1)
+                a, _ = policy.act(pt, o)
+                obs, _, term, trunc, _ = env.step(int(a[0, 0]))
+                done = term or trunc
+                n += 1
+        if time.perf_counter() - t0 > budget_s:
+            break
+    dt = time.perf_counter() - t0
+    env.close()
+    return n / dt
+
+
+def bench_torch_cartpole(P: int, episodes: int, seed: int):
+    try:
+        from envs.torch_evaluator import TorchEvaluator
+    except ImportError:
+        return None
+    ev = TorchEvaluator("CartPole-v1", policy="mlp", policy_options={"hidden": HIDDEN},
+                        episodes=episodes, device="cpu")
+    params = population(ev.num_params, P, seed)
+    ev.evaluate(params, seed=0)  # warm-up
+    res = ev.evaluate(params, seed=1)
+    ev.close()
+    return res.env_steps / res.wall_s
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--popsize", type=int, default=32)
+    ap.add_argument("--episodes", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--naive-seconds", type=float, default=8.0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore", message=".*precision lowered.*")
+    torch.set_num_threads(1)  # inference is small; the cores belong to the env threads
+
+    ev = EnvPoolEvaluator(ENV_ID, policy="mlp", policy_options={"hidden": HIDDEN},
+                          episodes=args.episodes, num_threads=args.threads, torch_threads=1)
+    params = population(ev.num_params, args.popsize, args.seed)
+    ev.evaluate(params, seed=args.seed)  # builds the pool once (not timed)
+    num_envs = ev._layout[0] * ev._layout[1]
+
+    raw, raw_cpu, ours, naive, details = [], [], [], [], []
+    for r in range(args.repeats):
+        sps, info = bench_evaluator(ev, params, seed=args.seed + 1 + r)
+        ours.append(sps)
+        details.append(info)
+        sps, cps = bench_raw(num_envs, args.threads, max(20000, info["frames"]), args.seed + r)
+        raw.append(sps)
+        raw_cpu.append(cps)
+        naive.append(bench_naive(ev.policy, params, args.episodes,
+                                 args.naive_seconds / args.repeats, args.seed + r))
+    ev.close()
+    torch_cp = bench_torch_cartpole(args.popsize, args.episodes, args.seed)
+
+    a, b, c = (statistics.median(x) for x in (raw, ours, naive))
+    live = statistics.median(d["live_fraction"] for d in details)
+    # Steps per CPU-second (all threads of this process): what a busy shared machine cannot
+    # distort much, unlike wall time. On an idle machine with as many cores as threads the
+    # wall-clock ratio approaches the CPU ratio.
+    a_cpu = statistics.median(raw_cpu)
+    b_cpu = statistics.median(d["env_steps"] / d["cpu_s"] for d in details)
+    rows = [
+        ("(a) raw EnvPool, random actions", a, f"{num_envs} envs, batch {num_envs // 2}"),
+        ("(b) EnvPoolEvaluator", b, f"live fraction {live:.3f}"),
+        ("(c) naive Gymnasium loop", c, "1 env, 1 individual, torch per step"),
+        ("torch-native CartPole (CPU)", torch_cp, "envs.torch_evaluator"),
+    ]
+    print(f"{ENV_ID}: P={args.popsize} MLP{HIDDEN} x {args.episodes} episodes, "
+          f"{args.threads} threads, median of {args.repeats}")
+    print(f"{'':34s} {'live steps/s':>14s}  note")
+    for name, v, note in rows:
+        val = "n/a" if v is None else f"{v:,.0f}"
+        print(f"{name:34s} {val:>14s}  {note}")
+    print(f"{'ratio b/a (vs raw)':34s} {b / a:>14.3f}  target >= 0.85")
+    print(f"{'ratio b/c (vs naive)':34s} {b / c:>14.2f}  target >= 4")
+    print(f"{'steps per CPU-second (a) / (b)':34s} {a_cpu:>7,.0f} / {b_cpu:,.0f}  "
+          f"ratio {b_cpu / a_cpu:.3f} (insensitive to other load)")
+    print("per-call (b):", json.dumps(details))
+    out = {
+        "env": ENV_ID, "popsize": args.popsize, "episodes": args.episodes,
+        "threads": args.threads, "num_envs": num_envs,
+        "raw_steps_per_s": round(a), "evaluator_steps_per_s": round(b),
+        "naive_steps_per_s": round(c),
+        "torch_cartpole_steps_per_s": None if torch_cp is None else round(torch_cp),
+        "live_fraction": live, "ratio_vs_raw": round(b / a, 4), "ratio_vs_naive": round(b / c, 3),
+        "cpu_ratio_vs_raw": round(b_cpu / a_cpu, 4),
+        "raw_all": [round(x) for x in raw], "evaluator_all": [round(x) for x in ours],
+        "naive_all": [round(x) for x in naive],
+    }
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
