@@ -42,6 +42,25 @@ def set_rng_state(rng: np.random.Generator, state: dict) -> None:
     rng.bit_generator.state = state
 
 
+def check_x0(x0, dim: int) -> np.ndarray:
+    """``x0`` as a float64 copy of shape ``(dim,)`` (zeros when None); ValueError otherwise."""
+    if x0 is None:
+        return np.zeros(dim)
+    x = np.array(x0, dtype=np.float64).reshape(-1)
+    if x.shape != (dim,) or not np.isfinite(x).all():
+        raise ValueError(f"x0 must be {dim} finite numbers, got shape {np.shape(x0)}")
+    return x
+
+
+def check_options(strategy: str, options: dict, allowed) -> None:
+    """Refuse option names a strategy does not know (never silently ignored)."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"unknown option {unknown[0]!r} for strategy {strategy!r}; valid: {sorted(allowed)}"
+        )
+
+
 class Strategy(ABC):
     """Base class. Subclasses set ``name`` and implement the underscore methods."""
 
@@ -142,6 +161,7 @@ class Strategy(ABC):
                 f"state is for {d['name']} with dim {d['dim']}, "
                 f"this is {self.name} with dim {self.dim}"
             )
+        self.seed = int(d["seed"])
         self.generation = int(d["generation"])
         self._best_x = None if d["best_x"] is None else np.array(d["best_x"], dtype=np.float64)
         self._best_f = float(d["best_f"])

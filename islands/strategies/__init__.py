@@ -1,0 +1,34 @@
+"""The strategy library: a registry and a factory.
+
+``make("cmaes", dim=...)`` builds a :class:`~islands.strategies.base.Strategy`. Every
+strategy maximizes fitness; defaults are documented in each strategy's module.
+"""
+
+from __future__ import annotations
+
+from islands.strategies.base import Strategy
+from islands.strategies.cmaes import CMAES
+from islands.strategies.ga import GA
+from islands.strategies.openai_es import OpenAIES
+from islands.strategies.sep_cmaes import SepCMAES
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "cmaes": CMAES,
+    "sep-cmaes": SepCMAES,
+    "openai-es": OpenAIES,
+    "ga": GA,
+}
+
+
+def make(name: str, dim: int, popsize=None, sigma=None, seed: int = 0, x0=None, **options):
+    """Build strategy ``name``; unknown names and unknown options raise ValueError."""
+    try:
+        cls = STRATEGIES[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown strategy {name!r}; choose one of {sorted(STRATEGIES)}"
+        ) from None
+    return cls(dim, popsize=popsize, sigma=sigma, seed=seed, x0=x0, **options)
+
+
+__all__ = ["STRATEGIES", "Strategy", "make", "CMAES", "SepCMAES", "OpenAIES", "GA"]
