@@ -10,12 +10,14 @@ from islands.strategies.base import Strategy
 from islands.strategies.cmaes import CMAES
 from islands.strategies.ga import GA
 from islands.strategies.openai_es import OpenAIES
+from islands.strategies.openai_es_nt import OpenAIESNT
 from islands.strategies.sep_cmaes import SepCMAES
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "cmaes": CMAES,
     "sep-cmaes": SepCMAES,
     "openai-es": OpenAIES,
+    "openai-es-nt": OpenAIESNT,
     "ga": GA,
 }
 
