@@ -16,7 +16,16 @@ finished env is never stepped: ``frames == env_steps``. Each round one batched
 ``policy.act`` over the (individual, lane) grid ``obs (P_live, m, *obs_shape)`` computes all
 actions; the parameter rows are a view of ``params`` (a gather, cached until the next
 individual finishes, once some have). Env threads and this thread take turns, so the
-evaluator never keeps more than ``num_threads`` cores busy. With ``overlap=True`` (for a
+evaluator never keeps more than ``num_threads`` cores busy.
+
+Fast path. An evaluation needs as many rounds as its longest episode, and most rounds of a
+population with varied episode lengths step few envs, so the fixed cost of a round on this
+thread bounds throughput. Where the policy has one (``Policy.actor``: the MLP on the CPU,
+in NumPy), its parameters are prepared once per call and a round is: observations copied
+into the actor's input grid, one ``actor()`` (a NumPy call per layer and per tanh), one
+``send``, one ``recv`` and the accounting of returns in send order (EnvPool's sync mode
+returns envs in the order sent). ``fast_actor=False`` uses ``policy.act`` every round
+(bitwise torch results; the fast path agrees to float rounding). With ``overlap=True`` (for a
 process that has one more core to spare) the population is split in two halves that
 alternate: this thread computes one half's actions while the env threads step the other;
 near the end, when fewer than ``merge_below`` slots are live, the halves merge (fewer
@@ -68,6 +77,7 @@ DEFAULT_MAX_ENVS = 256  # pool size cap: P * E slots up to this many (at least P
 DEFAULT_MERGE_BELOW = 16  # overlap mode: merge the halves when fewer slots are live
 _RESERVED = ("num_envs", "batch_size", "num_threads", "seed", "env_seed", "max_episode_steps")
 RUN, RESET = 1, 2  # slot status; 0 = idle (no more episodes this call)
+_sum = np.add.reduce
 
 
 _warned_threads = False
@@ -139,7 +149,7 @@ class EnvPoolEvaluator(PopulationEvaluator):
     def __init__(self, env_id: str, *args: Any, max_envs: int = DEFAULT_MAX_ENVS,
                  reseed_each_call: bool = False, overlap: bool = False,
                  merge_below: int = DEFAULT_MERGE_BELOW, low_level_io: bool = True,
-                 **kwargs: Any) -> None:
+                 fast_actor: bool = True, **kwargs: Any) -> None:
         super().__init__(env_id, *args, **kwargs)
         if not has_envpool(env_id):
             raise unknown_env_error(env_id)
@@ -156,6 +166,7 @@ class EnvPoolEvaluator(PopulationEvaluator):
         self.overlap = bool(overlap)
         self.merge_below = int(merge_below)
         self.low_level_io = bool(low_level_io)
+        self.fast_actor = bool(fast_actor)
         _warn_thread_contention(self.device, self.num_threads, kwargs.get("torch_threads"))
         self._make_kwargs = dict(self.env_kwargs)
         if self.max_episode_steps is not None:
@@ -215,18 +226,42 @@ class EnvPoolEvaluator(PopulationEvaluator):
         self._dirty = True  # stays set if this call does not finish: rebuild next time
         self._warn_bad_params(finite)
         run = _Rollout(self, params_t, finite)
-        run.start()
-        if self.overlap and P > 1:
-            run.loop_halves(self.merge_below)
-        else:
-            run.loop(run.act(0, P))
+        # Huge (finite) parameters may overflow inside the NumPy fast path: as in torch, the
+        # outputs become inf/NaN quietly instead of warning every step.
+        with np.errstate(all="ignore"):
+            run.start()
+            if self.overlap and P > 1:
+                run.loop_halves(self.merge_below)
+            elif run.actor is not None:
+                run.loop_fast()
+            else:
+                run.loop(run.act(0, P))
         burned = run.restore_lockstep()
         self._dirty = False
         extra = {"num_envs": run.S, "lanes": run.m, "rounds": run.rounds,
                  "resets": run.n_resets, "burned_resets": burned,
-                 "pools_built": self.pools_built, "low_level_io": self._io.fast}
+                 "pools_built": self.pools_built, "low_level_io": self._io.fast,
+                 "fast_actor": run.actor is not None}
         return self._result(run.returns, run.lengths, run.broken, run.steps, run.steps, t0,
                             run.moments, extra)
+
+
+class _Plan:
+    """Who acts in one range of individuals, valid while ``version`` is unchanged (slots
+    only ever go idle in between): the individuals with an active slot (``rows``, ``first``),
+    their slots (``slots``, all lanes), the active ones to send to and, for the policy's fast
+    path, the actor restricted to those individuals with its observation input flattened to
+    ``grid (len(slots), *obs_shape)``."""
+
+    __slots__ = ("version", "rows", "first", "ri_dev", "p_rows", "actor", "grid", "slots",
+                 "keep", "send_ids")
+
+    def __init__(self, version: int, rows: np.ndarray) -> None:
+        self.version, self.rows = version, rows
+        self.first = None  # slice of individuals (all act) or their indices; None: nobody
+        self.ri_dev = self.p_rows = self.actor = self.grid = self.slots = None
+        self.keep = None  # positions of the active slots in the grid (None: all of them)
+        self.send_ids = None  # the active slots, in grid order (int32)
 
 
 class _Rollout:
@@ -252,16 +287,20 @@ class _Rollout:
         self.broken = ~finite
         self.status = np.zeros(self.S, dtype=np.int8)
         self.n_resetting = 0  # slots in RESET (none at all when every slot runs 1 episode)
-        self.version = 0  # bumped whenever a slot goes idle: invalidates the act caches
-        self._cache: dict[tuple[int, int], tuple] = {}
+        self.version = 0  # bumped whenever a slot goes idle: invalidates the plans
+        self._cache: dict[tuple[int, int], _Plan] = {}
         self.ret = np.zeros(self.S)
         self.length = np.zeros(self.S, dtype=np.int64)
         self.new_ep = np.zeros(self.S, dtype=bool)
+        self.obs_shape = ev.obs_shape
         self.obs_buf = np.zeros((self.S, *ev.obs_shape), dtype=ev._obs_dtype)
         self.obs_np_grid = self.obs_buf.reshape(P, m, *ev.obs_shape)
         self.obs_grid = torch.from_numpy(self.obs_buf).view(P, m, *ev.obs_shape)
         self.on_cpu = self.dev.type == "cpu"
         self.pstate = self.pol.initial_state(P, m, self.dev)
+        # The policy's fast path for this call's parameters (None: ``act`` every round).
+        self.actor = (self.pol.actor(params_t, self.mean, self.std)
+                      if self.pstate is None and ev.fast_actor else None)
         self.slot_ids = np.arange(self.S, dtype=np.int32)
         self.lane_ids = np.arange(m)
         self.steps = self.rounds = self.n_resets = 0
@@ -298,13 +337,6 @@ class _Rollout:
                                      "reward/observation")
         return bad
 
-    def all_finite(self, obs, rew) -> bool:
-        # One reduction each; an overflowing sum only sends us to the exact check.
-        total = float(rew.sum())
-        if self.check_obs:
-            total += float(obs.sum())
-        return math.isfinite(total)
-
     def start(self) -> None:
         """Every slot starts with one explicit reset (its first episode = its lane)."""
         ids, obs = self.io.reset(self.slot_ids)
@@ -334,16 +366,14 @@ class _Rollout:
             self.n_resetting += n_more
 
     def process(self, ids, obs, rew, done) -> None:
-        """Account one received batch: steps of live episodes, ends, resets, NaNs."""
+        """Account one received batch: steps of live episodes, ends, resets, NaNs. (The
+        caller stores the observations where its policy reads them.)"""
         self.rounds += 1
-        self.obs_buf[ids] = obs
-        if self.n_resetting == 0:  # every received slot stepped a live episode
-            rid, r, d, o = ids, rew, done, obs
-        else:
+        if self.n_resetting:  # some received slots were reset, not stepped
             st = self.status[ids]
             run = st == RUN
-            rid, r, d, o = ids[run], rew[run], done[run], obs[run]
-            rs = ids[st == RESET]
+            is_rs = st == RESET
+            rs = ids[is_rs]
             if len(rs):
                 self.status[rs] = RUN
                 self.n_resetting -= len(rs)
@@ -351,88 +381,124 @@ class _Rollout:
                 self.n_resets += len(rs)
                 self.ret[rs], self.length[rs] = 0.0, 0
                 self.new_ep[rs] = True
-                bad = self.find_bad(rs, self.obs_buf[rs])
+                bad = self.find_bad(rs, obs[is_rs])
                 if bad.any():
                     self.drop(np.unique(self.ind[rs[bad]]))
-        if len(rid) == 0:
-            return
-        self.ret[rid] += r
-        self.length[rid] += 1
-        self.steps += len(rid)
-        if not self.all_finite(o, r):
-            bad = self.find_bad(rid, o, r)
+            ids, obs, rew, done = ids[run], obs[run], rew[run], done[run]
+            if len(ids) == 0:
+                return
+        self.ret[ids] += rew
+        self.length[ids] += 1
+        self.steps += len(ids)
+        if not self.finite(obs, rew) or done.any():
+            self.ends(ids, obs, rew, done)
+
+    def finite(self, obs, rew) -> bool:
+        # One reduction each; an overflowing sum only sends us to the exact check.
+        total = float(_sum(rew))
+        if self.check_obs:
+            total += float(_sum(obs, axis=None))
+        return math.isfinite(total)
+
+    def ends(self, ids, obs, rew, done) -> None:
+        """After a step of slots ``ids`` was accounted: drop individuals that met a NaN,
+        finish the episodes that ended."""
+        if not self.finite(obs, rew):
+            bad = self.find_bad(ids, obs, rew)
             if bad.any():  # the abandoned episodes count as finished
-                self.drop(np.unique(self.ind[rid[bad]]))
-                keep = self.status[rid] == RUN
-                rid, d = rid[keep], d[keep]
-        if d.any():
-            self.finish(rid[d])
+                self.drop(np.unique(self.ind[ids[bad]]))
+                keep = self.status[ids] == RUN
+                ids, done = ids[keep], done[keep]
+        if done.any():
+            self.finish(ids[done])
 
     # -- actions ------------------------------------------------------------------------
 
-    def _plan(self, a: int, b: int):
-        """Which individuals of ``a..b-1`` act and which slots get sent (cached per
-        ``version``: it changes only when slots go idle)."""
-        key = (a, b)
-        hit = self._cache.get(key)
-        if hit is not None and hit[0] == self.version:
+    def _plan(self, a: int, b: int) -> _Plan:
+        """The plan of individuals ``a..b-1`` for the current ``version`` (cached)."""
+        hit = self._cache.get((a, b))
+        if hit is not None and hit.version == self.version:
             return hit
         m = self.m
         active = self.status[a * m:b * m] != 0
         rows = active.reshape(b - a, m).any(axis=1)
-        if not rows.any():
-            plan = (self.version, None)
-        elif rows.all():
-            slots = self.slot_ids[a * m:b * m]
-            keep = None if active.all() else np.flatnonzero(active)
-            plan = (self.version, (slice(a, b), None, None, slots, keep))
-        else:
-            ri = a + np.flatnonzero(rows)
-            ri_dev = torch.from_numpy(ri).to(self.dev)
-            slots = (ri[:, None] * m + self.lane_ids).ravel().astype(np.int32)
-            act_mask = self.status[slots] != 0
-            keep = None if act_mask.all() else np.flatnonzero(act_mask)
-            p_rows = self.params_t.index_select(0, ri_dev)  # params are fixed in a call
-            plan = (self.version, (ri, ri_dev, p_rows, slots, keep))
-        self._cache[key] = plan
+        plan = _Plan(self.version, rows)
+        if rows.any():
+            if hit is not None and hit.first is not None and np.array_equal(rows, hit.rows):
+                # Same individuals, fewer slots: keep the prepared rows and buffers.
+                for k in ("first", "ri_dev", "p_rows", "actor", "grid", "slots"):
+                    setattr(plan, k, getattr(hit, k))
+            else:
+                if rows.all():
+                    plan.first = first = slice(a, b)
+                    plan.slots = self.slot_ids[a * m:b * m]
+                else:
+                    plan.first = first = a + np.flatnonzero(rows)
+                    plan.slots = (first[:, None] * m + self.lane_ids).ravel().astype(np.int32)
+                    if self.actor is None:
+                        plan.ri_dev = torch.from_numpy(first).to(self.dev)
+                        plan.p_rows = self.params_t.index_select(0, plan.ri_dev)
+                if self.actor is not None:
+                    plan.actor = self.actor if b - a == self.P and isinstance(first, slice) \
+                        else self.actor.rows(first)
+                    plan.grid = plan.actor.inputs(m).reshape(len(plan.slots), *self.obs_shape)
+            live = self.status[plan.slots] != 0
+            if live.all():
+                plan.send_ids = plan.slots
+            else:
+                plan.keep = np.flatnonzero(live)
+                plan.send_ids = plan.slots[plan.keep]
+        self._cache[(a, b)] = plan
         return plan
 
+    def _add_moments(self, plan: _Plan, obs: np.ndarray) -> None:
+        """Observation statistics of the slots about to act on ``obs`` (in ``send_ids``
+        order): those running an episode, not those about to be reset."""
+        run = self.status[plan.send_ids] == RUN
+        self.moments.add(obs if run.all() else obs[run])
+
     def act(self, a: int, b: int):
-        """``(env_ids, actions)`` for the active slots of individuals ``a..b-1``, or None."""
-        plan = self._plan(a, b)[1]
-        if plan is None:
+        """``(env_ids, actions)`` for the active slots of individuals ``a..b-1``, or None.
+        Reads observations from ``obs_buf``."""
+        plan = self._plan(a, b)
+        if plan.first is None:
             return None
         m = self.m
-        if self.pstate is not None:
-            fresh = self.new_ep[a * m:b * m]
-            if fresh.any():
-                done = np.zeros((self.P, m), dtype=bool)
-                done[a:b] = fresh.reshape(b - a, m)
-                self.pstate = self.pol.reset_state(self.pstate, torch.from_numpy(done).to(self.dev))
-                fresh[:] = False
         if self.moments is not None:
-            st = self.status[a * m:b * m]
-            self.moments.add(self.obs_buf[a * m:b * m][st == RUN])
-        first, ri_dev, p_rows, slots, keep = plan
-        if isinstance(first, slice):  # every individual in range acts: views, no copies
-            p_t, o_t = self.params_t[first], self.obs_grid[first]
-            sub = tree_map(lambda x: x[first], self.pstate)
+            self._add_moments(plan, self.obs_buf[plan.send_ids])
+        first = plan.first
+        if plan.actor is not None:  # the policy's fast path (stateless kinds)
+            plan.grid[...] = (self.obs_buf[a * m:b * m] if isinstance(first, slice)
+                              else self.obs_buf[plan.slots])
+            acts = plan.actor()
         else:
-            p_t, o_t = p_rows, torch.from_numpy(self.obs_np_grid[first])
-            sub = gather_state(self.pstate, ri_dev)
-        if not self.on_cpu:
-            o_t = o_t.to(self.dev, non_blocking=True)
-        acts, new = self.pol.act(p_t, o_t, sub, self.mean, self.std)
-        if self.pstate is not None:
-            if isinstance(first, slice):
-                tree_map(lambda full, x: full[first].copy_(x), self.pstate, new)
+            if self.pstate is not None:
+                fresh = self.new_ep[a * m:b * m]
+                if fresh.any():
+                    done = np.zeros((self.P, m), dtype=bool)
+                    done[a:b] = fresh.reshape(b - a, m)
+                    self.pstate = self.pol.reset_state(self.pstate,
+                                                       torch.from_numpy(done).to(self.dev))
+                    fresh[:] = False
+            if isinstance(first, slice):  # every individual in range acts: views, no copies
+                p_t, o_t = self.params_t[first], self.obs_grid[first]
+                sub = tree_map(lambda x: x[first], self.pstate)
             else:
-                scatter_state(self.pstate, ri_dev, new)
-        acts = acts.numpy() if self.on_cpu else acts.cpu().numpy()
-        acts = acts.reshape(len(slots), *acts.shape[2:])
-        if keep is not None:
-            return slots[keep], acts[keep].astype(self.act_dtype, copy=False)
-        return slots, acts.astype(self.act_dtype, copy=False)
+                p_t, o_t = plan.p_rows, torch.from_numpy(self.obs_np_grid[first])
+                sub = gather_state(self.pstate, plan.ri_dev)
+            if not self.on_cpu:
+                o_t = o_t.to(self.dev, non_blocking=True)
+            acts, new = self.pol.act(p_t, o_t, sub, self.mean, self.std)
+            if self.pstate is not None:
+                if isinstance(first, slice):
+                    tree_map(lambda full, x: full[first].copy_(x), self.pstate, new)
+                else:
+                    scatter_state(self.pstate, plan.ri_dev, new)
+            acts = acts.numpy() if self.on_cpu else acts.cpu().numpy()
+        acts = acts.reshape(-1, *acts.shape[2:])
+        if plan.keep is not None:
+            acts = acts[plan.keep]
+        return plan.send_ids, acts.astype(self.act_dtype, copy=False)
 
     # -- schedulers ---------------------------------------------------------------------
 
@@ -441,8 +507,97 @@ class _Rollout:
         io, P = self.io, self.P
         while job is not None:
             io.send(*job)
-            self.process(*io.recv())
+            ids, obs, rew, done = io.recv()
+            self.obs_buf[ids] = obs
+            self.process(ids, obs, rew, done)
             job = self.act(0, P)
+
+    def loop_fast(self) -> None:
+        """``loop`` for a policy with a fast path, lean: a round is one send, one recv, the
+        accounting, the observations copied into the actor's input grid and one ``actor()``.
+        EnvPool's sync mode returns envs in the order they were sent, so a batch lines up
+        with the plan that sent it: no index lookups. While every slot sent steps a live
+        episode (no resets pending), returns accumulate in send order and are written back,
+        with the lengths, only when an episode ends or a NaN shows up."""
+        send, recv, finite, moments = self.io.send, self.io.recv, self.finite, self.moments
+        flat = (-1, *self.ev.action_spec.shape) if not self.ev.action_spec.discrete else (-1,)
+        act_dtype = self.act_dtype
+        ids = got = self.slot_ids
+        obs = self.obs_buf  # start(): every slot's first observation
+        plan = ret = actor = grid = keep = None
+        t = rounds = steps = 0
+        try:
+            while True:
+                if plan is not None and plan.version == self.version:
+                    if keep is None:
+                        grid[...] = obs
+                    else:
+                        grid[keep] = obs
+                    if moments is not None:
+                        self._add_moments(plan, obs)
+                else:
+                    plan = self._replan_fast(plan, ids, got, obs)
+                    if plan is None:
+                        return
+                    actor, grid, keep = plan.actor, plan.grid, plan.keep
+                acts = actor().reshape(flat)
+                if keep is not None:
+                    acts = acts[keep]
+                ids = plan.send_ids
+                send(ids, acts.astype(act_dtype, copy=False))
+                if ret is None and not self.n_resetting:
+                    ret, t = self.ret[ids], 0
+                got, obs, rew, done = recv()
+                if ret is None:
+                    self.process(ids, obs, rew, done)
+                    continue
+                ret += rew
+                t += 1
+                rounds += 1
+                steps += len(ids)
+                if not finite(obs, rew) or done.any():
+                    self.ret[ids] = ret
+                    self.length[ids] += t
+                    ret = None
+                    self.ends(ids, obs, rew, done)
+        finally:
+            self.rounds += rounds
+            self.steps += steps
+
+    def _replan_fast(self, plan: _Plan | None, ids, got, obs) -> _Plan | None:
+        """The plan after slots went idle, its grid holding the observations ``obs`` of the
+        last batch (sent to ``ids``); None when nobody is left. Shrinks ``plan`` in place
+        while every individual in it still has an active slot."""
+        if not np.array_equal(got, ids):
+            raise RuntimeError("EnvPool returned envs in another order than sent")
+        live = None if plan is None else self.status[plan.slots] != 0
+        if live is not None and live.reshape(-1, self.m).any(axis=1).all():
+            if plan.keep is None:
+                plan.grid[...] = obs
+            else:
+                plan.grid[plan.keep] = obs
+            sent = live if plan.keep is None else live[plan.keep]
+            if live.all():
+                plan.keep, plan.send_ids = None, plan.slots
+            else:
+                plan.keep = np.flatnonzero(live)
+                plan.send_ids = plan.slots[plan.keep]
+            plan.version = self.version
+            now = obs[sent]
+        else:
+            plan = self._plan(0, self.P)
+            if plan.first is None:
+                return None
+            pos = np.zeros(self.S, dtype=np.int64)
+            pos[ids] = np.arange(len(ids))
+            now = obs[pos[plan.send_ids]]
+            if plan.keep is None:
+                plan.grid[...] = now
+            else:
+                plan.grid[plan.keep] = now
+        if self.moments is not None:
+            self._add_moments(plan, now)
+        return plan
 
     def loop_halves(self, merge_below: int) -> None:
         """Two halves alternate so inference overlaps env stepping; merge near the end."""
@@ -463,6 +618,7 @@ class _Rollout:
             if not merge and pending[h] is not None:  # keep the env threads busy first
                 io.send(*pending[h])
                 pending[h], inflight = None, h
+            self.obs_buf[batch[0]] = batch[1]
             self.process(*batch)
             job = self.act(*halves[g])
             if merge:

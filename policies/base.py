@@ -180,6 +180,28 @@ class Policy(ABC):
             )
         return cache[key]
 
+    def actor(
+        self,
+        params: torch.Tensor,
+        obs_mean: torch.Tensor | None = None,
+        obs_std: torch.Tensor | None = None,
+    ) -> Any:
+        """Optional fast path for many ``act`` calls with the same ``params (P, D)`` and
+        normalization (an evaluation): None where the kind has none (the default, and for
+        parameters on a GPU), else an object with
+
+        - ``actor(obs)``: for a NumPy array ``obs (P, B, *obs_shape)``, the actions that
+          ``act(params, obs, None, obs_mean, obs_std)`` gives, as a NumPy array in a buffer
+          that the next call overwrites (equal up to float rounding: an argmax may differ
+          between outputs that are equal to rounding; discrete actions may be int32);
+        - ``actor.inputs(B)``: the ``(P, B, *obs_shape)`` array that ``actor()`` (no
+          argument) reads, for callers that write observations in place;
+        - ``actor.rows(idx)``: an actor for rows ``idx`` (slice or integer array) only.
+
+        Stateless kinds only. Preparing the parameters once per evaluation, not once per
+        step, is the point: a small network's step costs mostly per-operation overhead."""
+        return None
+
     def initial_state(self, P: int, B: int, device: torch.device | str = "cpu") -> Any:
         """Per-slot recurrent state for P individuals x B envs (None for stateless kinds)."""
         return None
