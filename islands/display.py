@@ -1,0 +1,116 @@
+"""Progress output: a live rich table on a terminal, plain log lines otherwise.
+
+One row per island (strategy, generation, best so far, mean fitness of the last generation,
+evaluations per second, immigrants received) and a title with the global best, elapsed time
+and the latest test. When stdout is not a terminal (CI, ``ray job`` logs, pipes), the same
+numbers are printed as one line per island every ``log_interval`` seconds; ``--quiet``
+prints nothing but the final summary line.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.1f}" if abs(x) < 1e5 else f"{x:.3g}"
+
+
+class Display:
+    def __init__(self, plan: list[dict[str, Any]], env: str, quiet: bool = False,
+                 log_interval: float = 5.0, stream=None) -> None:
+        self.stream = stream or sys.stdout
+        self.mode = "off" if quiet else ("live" if self.stream.isatty() else "log")
+        self.env = env
+        self.log_interval = float(log_interval)
+        self.rows: dict[int, dict[str, Any]] = {
+            s["index"]: {"strategy": s["strategy"], "generation": 0,
+                         "best_so_far": -math.inf, "fitness_mean": math.nan,
+                         "evals_per_s": 0.0, "immigrants": 0} for s in plan}
+        self.status: dict[str, Any] = {}
+        self._live = None
+        self._last_log = time.monotonic()
+        self._n_tests = 0
+
+    def __enter__(self) -> Display:
+        if self.mode == "live":
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(get_renderable=self._table, console=Console(file=self.stream),
+                              refresh_per_second=4, transient=False)
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.mode == "log":  # the final state, however short the run was
+            for line in self.lines():
+                self.message(line)
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+
+    def update(self, rep: dict[str, Any], status: dict[str, Any]) -> None:
+        self.rows[rep["island"]].update(
+            {k: rep[k] for k in ("generation", "best_so_far", "fitness_mean", "evals_per_s",
+                                 "immigrants")})
+        self.status = status
+        if self.mode != "log":
+            return
+        tests = status.get("tests") or []
+        for t in tests[self._n_tests:]:
+            self.message(f"test of island {t['island']} gen {t['generation']}: mean "
+                         f"{t['mean']:.1f} over {t['episodes']} episodes")
+        self._n_tests = len(tests)
+        now = time.monotonic()
+        if now - self._last_log >= self.log_interval:
+            self._last_log = now
+            for line in self.lines():
+                self.message(line)
+
+    def _global_best(self) -> float:
+        return max((r["best_so_far"] for r in self.rows.values()), default=-math.inf)
+
+    def lines(self) -> list[str]:
+        t = self.status.get("elapsed", 0.0)
+        out = [f"[{t:7.1f}s] {self.env} global best {_fmt(self._global_best())}"]
+        for i, r in sorted(self.rows.items()):
+            out.append(
+                f"[{t:7.1f}s]   island {i:2d} {r['strategy']:9s} gen {r['generation']:5d} "
+                f"best {_fmt(r['best_so_far']):>8s} mean {_fmt(r['fitness_mean']):>8s} "
+                f"evals/s {r['evals_per_s']:7.1f} immigrants {r['immigrants']}")
+        return out
+
+    def message(self, text: str) -> None:
+        if self.mode == "off":
+            return
+        if self._live is not None:
+            self._live.console.print(text)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def _table(self):
+        from rich.table import Table
+
+        t = self.status.get("elapsed", 0.0)
+        tests = self.status.get("tests") or []
+        last = (f" | last test {_fmt(tests[-1]['mean'])} (island {tests[-1]['island']})"
+                if tests else "")
+        target = self.status.get("target")
+        tgt = f" / target {_fmt(target)}" if target is not None else ""
+        table = Table(title=f"{self.env}  {t:.0f}s  global best {_fmt(self._global_best())}"
+                      f"{tgt}{last}")
+        for col in ("island", "strategy", "generation", "best", "mean", "evals/s",
+                    "immigrants"):
+            table.add_column(col, justify="left" if col == "strategy" else "right")
+        for i, r in sorted(self.rows.items()):
+            table.add_row(str(i), r["strategy"], str(r["generation"]), _fmt(r["best_so_far"]),
+                          _fmt(r["fitness_mean"]), f"{r['evals_per_s']:.0f}",
+                          str(r["immigrants"]))
+        return table

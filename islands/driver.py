@@ -1,0 +1,477 @@
+"""The asynchronous archipelago loop; it runs in the launcher process.
+
+Who does what:
+
+- Each island actor evolves ``gens_per_call`` generations per ``evolve(k, immigrants,
+  obs_stats)`` call and returns its report and emigrants.
+- The driver keeps exactly one call in flight per island. ``ray.wait(num_returns=1)`` hands
+  back whichever call finished first; the driver records the report, forwards the result to
+  the coordinator with a non-blocking ``coordinator.report.remote(i, ref)`` (the object
+  ref, so the data go store-to-store), and resubmits that island at once with whatever
+  migrants and statistics the coordinator's *earlier* replies left for it. Coordinator
+  replies are just more refs in the same ``ray.wait``: when one is ready its migrants are
+  queued for the island's next call. Nobody blocks on anybody: a slow island is simply
+  resubmitted less often, so it migrates less.
+- Stop: per-island generation limit, time budget, or target. When a reported genome's
+  training fitness reaches the target, the driver tests it on ``test_episodes`` fresh
+  episodes in a remote task (again one more ref in the ``ray.wait``) and stops if the test
+  mean reaches the target; otherwise evolution goes on, and the next candidate is tested.
+
+Keeping the loop in the driver (not in the coordinator) means a later fault-tolerance step
+can restart a dead coordinator without losing the islands' calls in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+
+from .config import Config, strategies_of
+from .coordinator import COORDINATOR_NAME, coordinator_actor_class
+from .envdefaults import env_defaults
+from .island import TEST_SEED_BASE, island_actor_class, island_name
+
+log = logging.getLogger("islands.driver")
+
+
+class ResourceError(RuntimeError):
+    """The cluster cannot place what the run asks for; one-line message."""
+
+
+class StartError(RuntimeError):
+    """An island actor could not be constructed; one-line message."""
+
+
+def _root_message(e: BaseException) -> str:
+    """The innermost exception's ``Type: message`` from a Ray error, on one line."""
+    cause = getattr(e, "cause", None) or e.__cause__
+    while cause is not None and (getattr(cause, "cause", None) or cause.__cause__) is not None:
+        cause = getattr(cause, "cause", None) or cause.__cause__
+    src = cause if cause is not None else e
+    lines = [ln for ln in str(src).strip().splitlines() if ln.strip()]
+    msg = lines[-1] if lines else ""
+    if cause is not None:
+        return f"{type(cause).__name__}: {msg}"
+    return msg
+
+
+# ---- planning ---------------------------------------------------------------------------
+def default_cpu_share(n_islands: int, node_cpus: list[float]) -> float:
+    """The largest CPU share s such that ``n_islands`` actors of s CPUs fit on the nodes
+    (sum over nodes of floor(cpus / s) >= n). Shares >= 1 are whole CPUs; smaller ones are
+    rounded down to Ray's 0.0001 granularity."""
+    best = 0.0
+    for c in node_cpus:
+        for k in range(1, n_islands + 1):
+            s = c / k
+            if s > best and sum(math.floor(x / s + 1e-9) for x in node_cpus) >= n_islands:
+                best = s
+    if best >= 1:
+        return float(math.floor(best + 1e-9))
+    return max(math.floor(best * 1e4) / 1e4, 1e-4)
+
+
+def plan_islands(cfg: Config, node_cpus: list[float] | None = None) -> list[dict[str, Any]]:
+    """One spec per island: strategy (round-robin over --strategy, or the island_specs entry),
+    popsize, sigma, options, episodes, resources, slowdown, emigrant count."""
+    names = strategies_of(cfg)
+    table = env_defaults(cfg.env)
+    share = cfg.cpus_per_island
+    if share is None:
+        share = default_cpu_share(cfg.islands, node_cpus or [1.0])
+    plan = []
+    for i in range(cfg.islands):
+        s = dict((cfg.island_specs or [{}] * cfg.islands)[i])
+        strategy = s.get("strategy") or names[i % len(names)]
+        if "sigma" in s:
+            sigma = s["sigma"]
+        elif cfg.sigma is not None:
+            sigma = cfg.sigma
+        else:  # the table's sigma was tuned for the table's strategy only
+            sigma = table["sigma"] if strategy == table["strategy"] else None
+        plan.append({
+            "index": i,
+            "strategy": strategy,
+            "popsize": s.get("popsize", cfg.popsize),
+            "sigma": sigma,
+            "options": {**cfg.strategy_options, **(s.get("options") or {})},
+            "episodes": s.get("episodes", cfg.episodes),
+            "num_cpus": float(s.get("num_cpus", share)),
+            "num_gpus": float(s.get("num_gpus", cfg.gpus_per_island)),
+            "resources": dict(s.get("resources", cfg.resources_per_island) or {}),
+            "slowdown_s": float(s.get("slowdown_s", 0.0)),
+            "emigrants": max(1, cfg.migrants),
+        })
+    return plan
+
+
+def _needs(spec: dict[str, Any]) -> dict[str, float]:
+    need = {"CPU": spec["num_cpus"], "GPU": spec["num_gpus"], **spec["resources"]}
+    return {k: float(v) for k, v in need.items() if v}
+
+
+def check_resources(plan: list[dict[str, Any]], nodes: list[dict[str, float]]) -> None:
+    """ResourceError naming the missing resource if the islands cannot all be placed on
+    ``nodes`` (each a dict of total resources), checked by first-fit packing, so a run
+    fails in seconds instead of leaving actors PENDING forever."""
+    free = [dict(n) for n in nodes]
+    totals: dict[str, float] = {}
+    for n in nodes:
+        for k, v in n.items():
+            totals[k] = totals.get(k, 0.0) + v
+    for spec in sorted(plan, key=lambda s: -sum(_needs(s).values())):
+        need = _needs(spec)
+        for k, v in need.items():
+            if totals.get(k, 0.0) + 1e-9 < v or not any(n.get(k, 0) + 1e-9 >= v for n in nodes):
+                have = max((n.get(k, 0.0) for n in nodes), default=0.0)
+                raise ResourceError(
+                    f"island {spec['index']} needs {k}={v:g} but no node in the cluster has "
+                    f"that much {k} (largest: {have:g}, cluster total: {totals.get(k, 0):g})")
+        for n in free:
+            if all(n.get(k, 0.0) + 1e-9 >= v for k, v in need.items()):
+                for k, v in need.items():
+                    n[k] -= v
+                break
+        else:
+            total_need = {k: sum(_needs(s).get(k, 0.0) for s in plan) for k in need}
+            short = [k for k in need if total_need[k] > totals.get(k, 0.0) + 1e-9]
+            if short:
+                raise ResourceError(
+                    f"the cluster cannot place all {len(plan)} islands: they need "
+                    + ", ".join(f"{k}={total_need[k]:g}" for k in short)
+                    + " in total, the cluster has "
+                    + ", ".join(f"{k}={totals.get(k, 0):g}" for k in short))
+            raise ResourceError(
+                f"the cluster cannot place all {len(plan)} islands: no node has room for "
+                f"island {spec['index']} ({', '.join(f'{k}={v:g}' for k, v in need.items())})")
+
+
+def cluster_nodes() -> list[dict[str, float]]:
+    """Total resources of each live node of the connected Ray cluster."""
+    return [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
+
+
+def test_step_limit(cfg: Config) -> int | None:
+    """Episode limit of tests: --test-max-episode-steps, else the env's registered limit
+    (the standard task), else the training limit."""
+    if cfg.test_max_episode_steps is not None:
+        return cfg.test_max_episode_steps
+    try:
+        import gymnasium
+
+        limit = gymnasium.spec(cfg.env).max_episode_steps
+        if limit:
+            return int(limit)
+    except Exception:  # envpool-only ids (Pong-v5) are not in Gymnasium's registry
+        pass
+    return cfg.max_episode_steps
+
+
+# ---- the run ----------------------------------------------------------------------------
+@dataclasses.dataclass
+class Candidate:
+    params: np.ndarray
+    fitness: float
+    island: int
+    generation: int
+    obs_stats: dict[str, Any] | None
+
+
+@dataclasses.dataclass
+class RunResult:
+    rows: list[dict[str, Any]]  # one per island report
+    stop_reason: str
+    wall_s: float
+    best: Candidate | None  # the solution: passing genome, else the best tested/hof
+    test: dict[str, Any] | None  # test of ``best``: mean, std, episodes
+    solved: bool
+    hof: dict[str, Any]
+    coordinator_stats: dict[str, Any]
+    tests: list[dict[str, Any]]  # every validation run: fitness, island, generation, mean
+    islands: list[dict[str, Any]]  # info() per island
+
+
+TESTER_NAME = "tester"
+
+
+def _tester_class():
+    @ray.remote(num_cpus=0)
+    class Tester:
+        """Tests candidate genomes off the islands' CPUs' critical path. An actor rather
+        than a task so that its process (torch, EnvPool imports: seconds) is started with
+        the islands, not when the first candidate appears."""
+
+        def __init__(self) -> None:
+            import torch
+
+            import envs  # noqa: F401
+            import policies  # noqa: F401
+
+            torch.set_num_threads(1)  # tests run beside the islands; one thread each
+
+        def test(self, eval_kwargs, params, obs_stats, episodes, seed, target=None):
+            from .evaluate import screened_test
+
+            return screened_test(eval_kwargs, params, obs_stats, episodes, seed, target)
+
+        def ping(self):
+            return True
+
+    return Tester
+
+
+class Archipelago:
+    """Creates the named actors for a plan and drives them (see the module docstring)."""
+
+    def __init__(self, cfg: Config, plan: list[dict[str, Any]]) -> None:
+        self.cfg = cfg
+        self.plan = plan
+        self.islands: list[Any] = []
+        self.coordinator = None
+        self.tester = None
+        self.infos: list[dict[str, Any]] = []
+
+    # ---- actors ----------------------------------------------------------------------
+    def start(self) -> None:
+        cfg, ns = self.cfg, self.cfg.namespace
+        for name in [COORDINATOR_NAME, TESTER_NAME] + [island_name(s["index"])
+                                                       for s in self.plan]:
+            try:
+                ray.get_actor(name, namespace=ns)
+            except ValueError:
+                continue
+            raise ResourceError(f"actor {name!r} already exists in Ray namespace {ns!r}: "
+                                f"another run is active there; pass --namespace")
+        topo = {"kind": cfg.topology, "n": cfg.islands, "degree": cfg.topology_degree,
+                "edges": cfg.edges, "seed": cfg.seed}
+        self.coordinator = coordinator_actor_class().options(
+            name=COORDINATOR_NAME, namespace=ns
+        ).remote(cfg.islands, topo, cfg.migrants, cfg.migration_interval,
+                 cfg.obs_sync_interval, bool(cfg.obs_norm))
+        eval_kwargs = cfg.eval_kwargs()
+        eval_kwargs["episodes"] = cfg.episodes
+        actor = island_actor_class()
+        for spec in self.plan:
+            opts: dict[str, Any] = dict(name=island_name(spec["index"]), namespace=ns,
+                                        num_cpus=spec["num_cpus"], num_gpus=spec["num_gpus"])
+            if spec["resources"]:
+                opts["resources"] = spec["resources"]
+            self.islands.append(actor.options(**opts).remote(
+                spec["index"], spec, eval_kwargs, cfg.seed, cfg.device))
+
+    def wait_ready(self, timeout: float = 300) -> list[dict[str, Any]]:
+        """Block until every island is constructed; StartError with the island's own
+        one-line error if one fails (bad strategy option, env that will not build)."""
+        try:
+            ray.get(self.coordinator.ping.remote(), timeout=timeout)
+        except ray.exceptions.RayError as e:
+            raise StartError(f"the coordinator failed to start: {_root_message(e)}") from None
+        infos = []
+        for spec, h in zip(self.plan, self.islands, strict=True):
+            try:
+                infos.append(ray.get(h.info.remote(), timeout=timeout))
+            except ray.exceptions.GetTimeoutError:
+                raise StartError(f"island {spec['index']} did not start within {timeout:g} s "
+                                 f"(resources {_needs(spec)} not available?)") from None
+            except ray.exceptions.RayError as e:
+                raise StartError(f"island {spec['index']} failed to start: "
+                                 f"{_root_message(e)}") from None
+        self.infos = infos
+        # The tester starts now, not with the islands: its imports (seconds of CPU) then
+        # overlap the first generations, when there is nothing to test yet, instead of
+        # slowing the islands' start.
+        if self.tester is None:
+            self.tester = _tester_class().options(name=TESTER_NAME,
+                                                  namespace=self.cfg.namespace).remote()
+        return infos
+
+    def shutdown(self) -> None:
+        """Kill the actors and wait (briefly) until their names are free again."""
+        handles = [(island_name(s["index"]), h) for s, h in zip(self.plan, self.islands,
+                                                                  strict=False)]
+        if self.coordinator is not None:
+            handles.append((COORDINATOR_NAME, self.coordinator))
+        if self.tester is not None:
+            handles.append((TESTER_NAME, self.tester))
+        for _, h in handles:
+            try:
+                ray.kill(h, no_restart=True)
+            except Exception:  # already dead
+                pass
+        deadline = time.monotonic() + 10
+        for name, _ in handles:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name, namespace=self.cfg.namespace)
+                except ValueError:
+                    break
+                time.sleep(0.05)
+        self.islands, self.coordinator, self.tester = [], None, None
+
+    # ---- testing a genome ------------------------------------------------------------
+    def _submit_test(self, cand: Candidate, seed_offset: int, screen: bool = True):
+        """Test ``cand`` on fresh episodes; with ``screen`` a short screen first rejects
+        candidates clearly below the target (evaluate.screened_test)."""
+        kw = self.cfg.eval_kwargs()
+        kw["max_episode_steps"] = test_step_limit(self.cfg)
+        return self.tester.test.remote(
+            kw, cand.params, cand.obs_stats, self.cfg.test_episodes,
+            TEST_SEED_BASE + 7919 * seed_offset, self.cfg.target if screen else None)
+
+    # ---- the loop --------------------------------------------------------------------
+    def run(self, on_report: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+            ) -> RunResult:
+        """Drive the islands until a stop condition; ``on_report(report, status)`` is called
+        after each island report (status: elapsed, hof, tests, target, rows)."""
+        cfg = self.cfg
+        n = len(self.islands)
+        target = cfg.target
+        t0 = time.monotonic()
+        k = cfg.gens_per_call
+        waiting: list[dict[str, Any]] = [{"immigrants": [], "obs_stats": None}
+                                         for _ in range(n)]
+        pending: dict[Any, int] = {}  # island call in flight -> island
+        coord: dict[Any, int] = {}  # coordinator reply in flight -> island
+        rows: list[dict[str, Any]] = []
+        alive = [True] * n
+        hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
+        best_cand: Candidate | None = None  # best untested candidate above the target
+        test_ref, test_cand = None, None
+        tests: list[dict[str, Any]] = []  # every test, for the summary
+        tested: list[tuple[Candidate, dict[str, Any]]] = []
+        passed: tuple[Candidate, dict[str, Any]] | None = None
+        stop_reason = ""
+        status = {"hof": hof, "elapsed": 0.0, "tests": tests, "target": target, "rows": rows}
+
+        def submit(i: int) -> None:
+            w = waiting[i]
+            ref = self.islands[i].evolve.remote(k, w["immigrants"] or None, w["obs_stats"])
+            waiting[i] = {"immigrants": [], "obs_stats": None}
+            pending[ref] = i
+
+        def record_test(cand: Candidate, res: dict[str, Any], final: bool = False) -> bool:
+            """Log a finished test; True when it passes the target."""
+            tests.append({"fitness": cand.fitness, "island": cand.island,
+                          "generation": cand.generation, **res,
+                          "wall_s": time.monotonic() - t0, "final": final})
+            tested.append((cand, res))
+            log.info("test of island %d's genome (generation %d, training fitness %.1f): "
+                     "mean %.1f over %d episodes%s", cand.island, cand.generation,
+                     cand.fitness, res["mean"], res["episodes"],
+                     " (screened out)" if res.get("screened_out") else "")
+            return (target is not None and not res.get("screened_out")
+                    and res["mean"] >= target)
+
+        for i in range(n):
+            submit(i)
+        try:
+            while True:
+                elapsed = time.monotonic() - t0
+                if cfg.time_budget is not None and elapsed >= cfg.time_budget:
+                    stop_reason = "time budget"
+                    break
+                if passed is not None:
+                    stop_reason = "target"
+                    break
+                if not pending:
+                    stop_reason = "generations" if any(alive) else "all islands failed"
+                    if test_ref is None:
+                        break
+                # Coordinator replies first: when a reply and its island's result are both
+                # ready, the migrants are queued before the island is resubmitted.
+                refs = list(coord) + list(pending) + ([test_ref] if test_ref else [])
+                timeout = 1.0 if cfg.time_budget is None else max(
+                    0.0, min(1.0, cfg.time_budget - elapsed))
+                ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+                if not ready:
+                    continue
+                ref = ready[0]
+                if ref in pending:
+                    i = pending.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayError as e:
+                        alive[i] = False
+                        log.error("island %d failed and is dropped from the run: %s", i,
+                                  _root_message(e))
+                        continue
+                    rep = dict(result["report"])
+                    rep["wall_s"] = time.monotonic() - t0
+                    rows.append(rep)
+                    # The ref, not the value: the coordinator reads it from the object store.
+                    coord[self.coordinator.report.remote(i, ref)] = i
+                    if cfg.generations is None or rep["generation"] < cfg.generations:
+                        submit(i)
+                    emi = result["emigrants"]
+                    if target is not None and len(emi["fitness"]):
+                        j = int(np.argmax(emi["fitness"]))
+                        f = float(emi["fitness"][j])
+                        if f >= target and (best_cand is None or f > best_cand.fitness):
+                            best_cand = Candidate(np.array(emi["params"][j]), f, i,
+                                                  rep["generation"], result.get("obs_stats"))
+                    status["elapsed"] = rep["wall_s"]
+                    if on_report is not None:
+                        on_report(rep, status)
+                elif ref in coord:
+                    i = coord.pop(ref)
+                    try:
+                        reply = ray.get(ref)
+                    except ray.exceptions.RayError as e:
+                        log.error("coordinator report for island %d failed: %s", i,
+                                  _root_message(e))
+                        continue
+                    waiting[i]["immigrants"].extend(reply["immigrants"])
+                    if reply["obs_stats"] is not None:
+                        waiting[i]["obs_stats"] = reply["obs_stats"]
+                    hof.update(reply["hof"])
+                else:  # the test of a candidate finished
+                    res, test_ref = ray.get(test_ref), None
+                    if record_test(test_cand, res):
+                        passed = (test_cand, res)
+                if test_ref is None and best_cand is not None and passed is None:
+                    test_cand, best_cand = best_cand, None
+                    test_ref = self._submit_test(test_cand, len(tests))
+        except KeyboardInterrupt:
+            stop_reason = "interrupted"
+        wall_s = time.monotonic() - t0
+
+        # Wrap up: the islands' calls in flight are not needed; the hall of fame is.
+        for h in self.islands:
+            ray.kill(h, no_restart=True)
+        hof_full = ray.get(self.coordinator.hall_of_fame.remote())
+        cstats = ray.get(self.coordinator.stats.remote())
+        if test_ref is not None and passed is None:
+            try:
+                res = ray.get(test_ref, timeout=600)
+                if record_test(test_cand, res):
+                    passed = (test_cand, res)
+            except ray.exceptions.RayError:
+                pass
+        if passed is not None:
+            best, test = passed
+        else:
+            # The solution is the best genome by a full test: the hall of fame gets one if
+            # it has none yet (screens do not count: their few episodes are not comparable).
+            full = [(c, r) for c, r in tested if not r.get("screened_out")]
+            if hof_full["params"] is not None:
+                hc = Candidate(np.array(hof_full["params"]), float(hof_full["fitness"]),
+                               int(hof_full["island"]), int(hof_full["generation"]),
+                               hof_full["obs_stats"])
+                if not any(np.array_equal(c.params, hc.params) for c, _ in full):
+                    res = ray.get(self._submit_test(hc, len(tests), screen=False))
+                    record_test(hc, res, final=True)
+                    full.append((hc, res))
+            best, test = max(full, key=lambda cr: cr[1]["mean"]) if full else (None, None)
+        solved = bool(target is not None and test is not None and test["mean"] >= target)
+        return RunResult(
+            rows=rows, stop_reason=stop_reason, wall_s=wall_s, best=best, test=test,
+            solved=solved, hof={k: hof_full[k] for k in ("fitness", "island", "generation")},
+            coordinator_stats=cstats, tests=tests, islands=self.infos,
+        )

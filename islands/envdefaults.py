@@ -1,0 +1,76 @@
+"""Per-environment defaults: the one table that makes ``--env ID`` alone a sensible run.
+
+Every value here is a default for a field of :class:`islands.config.Config` and is used only
+where the command line / YAML leaves that field unset. Columns:
+
+========================  =========  ======  ========  =======  =====  ========  =====  ====  ======
+env                       strategy   policy  hidden    popsize  sigma  episodes  max    norm  target
+========================  =========  ======  ========  =======  =====  ========  =====  ====  ======
+CartPole-v1               cmaes      mlp     (8,)      16       0.5    2         500    off   475
+LunarLander-v3            cmaes      mlp     (16,)     24       0.5    6         1000   off   200
+LunarLanderContinuous-v3  cmaes      mlp     (16,)     24       0.5    6         1000   off   200
+BipedalWalker-v3          sep-cmaes  mlp     (40, 40)  64       0.1    1         1600   on    300
+Pong-v5                   openai-es  cnn     (32,)     64       0.02   1         27000  off   0
+Humanoid-v5               openai-es  mlp     (64, 64)  256      0.02   1         1000   on    6000
+(any other id)            cmaes      mlp     (32,)     (auto)   0.5    3         (env)  on    (none)
+========================  =========  ======  ========  =======  =====  ========  =====  ====  ======
+
+Why these values:
+
+- CartPole and LunarLander are solved by small networks; full CMA-ES costs O(D^2) per
+  generation and needs ~D^2 evaluations to learn its covariance, so fewer parameters solve
+  faster (8-16-4: 212 parameters; a 64-64 net has 5,000). ``sigma`` 0.5 with zero initial
+  weights gives a first population with visibly different behaviours.
+- LunarLander returns are noisy (random terrain and initial push), so each evaluation averages
+  6 episodes; the 100-episode test filters the remaining lucky genomes. Measured on 2 busy
+  cores, 2 islands, seconds of evolution until a genome passed the 100-episode test (seeds
+  0-5 unless noted): 4 episodes 81/136/205 (seeds 0-2); 6 episodes 50/81/77/>240/42/47;
+  8 episodes 120/126/48/167/147/86 (two runs each of seeds 0-2); (8,) hidden with 6
+  episodes and popsize 20: 193/121/46. Runs are not reproducible to the second: migration
+  timing depends on which island finishes first.
+- BipedalWalker (~3.9K parameters at 24-40-40-4) and the big networks use diagonal /
+  first-order strategies (sep-CMA-ES, OpenAI-ES) whose cost is O(D); they need observation
+  normalization because their observations have very different scales.
+- Pong's target is the research plan's "better than random" (> 0); CNN pixels are not
+  normalized (the policy scales them itself).
+- ``sigma`` applies to the islands that run the table's strategy; an island that runs another
+  strategy (``--strategy cmaes,openai-es``) uses that strategy's own default step size unless
+  ``--sigma`` or its island spec sets one. ``popsize`` applies to every island.
+- ``generations`` is a safety cap per island so that a run without a target or time budget
+  ends; ``test_max`` is the episode limit of the final 100-episode test (the task's own).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# fmt: off
+ENV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "CartPole-v1": dict(
+        strategy="cmaes", policy="mlp", hidden=(8,), popsize=16, sigma=0.5, episodes=2,
+        max_episode_steps=500, obs_norm=False, target=475.0, generations=300),
+    "LunarLander-v3": dict(
+        strategy="cmaes", policy="mlp", hidden=(16,), popsize=24, sigma=0.5, episodes=6,
+        max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000),
+    "LunarLanderContinuous-v3": dict(
+        strategy="cmaes", policy="mlp", hidden=(16,), popsize=24, sigma=0.5, episodes=6,
+        max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000),
+    "BipedalWalker-v3": dict(
+        strategy="sep-cmaes", policy="mlp", hidden=(40, 40), popsize=64, sigma=0.1,
+        episodes=1, max_episode_steps=1600, obs_norm=True, target=300.0, generations=20000),
+    "Pong-v5": dict(
+        strategy="openai-es", policy="cnn", hidden=(32,), popsize=64, sigma=0.02, episodes=1,
+        max_episode_steps=27000, obs_norm=False, target=0.0, generations=20000),
+    "Humanoid-v5": dict(
+        strategy="openai-es", policy="mlp", hidden=(64, 64), popsize=256, sigma=0.02,
+        episodes=1, max_episode_steps=1000, obs_norm=True, target=6000.0, generations=20000),
+}
+GENERIC: dict[str, Any] = dict(
+    strategy="cmaes", policy="mlp", hidden=(32,), popsize=None, sigma=0.5, episodes=3,
+    max_episode_steps=None, obs_norm=True, target=None, generations=1000)
+# fmt: on
+
+
+def env_defaults(env_id: str) -> dict[str, Any]:
+    """The table row for ``env_id`` (the generic row for ids not in the table)."""
+    return dict(ENV_DEFAULTS.get(env_id, GENERIC))

@@ -1,0 +1,296 @@
+"""One island: a strategy and an evaluator evolving k generations per call.
+
+:class:`IslandCore` is plain Python (usable and testable without Ray): ``evolve(k,
+immigrants, obs_stats)`` first adopts merged observation statistics and migrants, then runs
+``k`` times ask -> evaluate -> tell, and returns a compact report, its emigrants (the best
+genomes it evaluated in this call, with their fitness) and the observation-moment delta
+since its previous report. :class:`IslandActor` is the thin Ray wrapper: it sizes torch
+and EnvPool threads from the actor's CPU share and picks CUDA when Ray gave it a GPU.
+
+Wire formats (plain dicts of numpy arrays and numbers):
+
+- immigrants: a list of batches ``{"params": (m, D), "fitness": (m,), "source": int}``; a
+  batch whose width is not this island's D is rejected, logged and counted; the island
+  carries on.
+- obs statistics: ``RunningMeanStd.state_dict()``; deltas: ``{"count", "mean", "m2"}``.
+
+Seeds: generation g of island i evaluates with ``train_seed(run_seed, i, g)``, a 30-bit
+number; tests use seeds from ``TEST_SEED_BASE`` up (>= 2**30), so test episodes never
+reuse a training episode seed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("islands.island")
+
+# Training evaluation seeds live in [0, 2**30); tests start here (see evaluate.py).
+TEST_SEED_BASE = 2**30 + 12345
+_SEED_SPAN = 2**30
+
+
+def train_seed(run_seed: int, island: int, generation: int) -> int:
+    """Evaluation seed of ``generation`` on ``island``: different per island and generation
+    (islands never share episodes), reproducible from the run seed, below 2**30."""
+    base = int(np.random.SeedSequence([int(run_seed), int(island)]).generate_state(1)[0])
+    # Steps of 9973 (prime) keep consecutive generations' seeds far apart, so evaluators
+    # that use seed, seed+1, ... for their episodes never overlap between generations.
+    return (base + 9973 * int(generation)) % _SEED_SPAN
+
+
+def strategy_seed(run_seed: int, island: int) -> int:
+    return int(np.random.SeedSequence([int(run_seed), int(island), 1]).generate_state(1)[0])
+
+
+class IslandCore:
+    """Owns one strategy and one evaluator; see the module docstring."""
+
+    def __init__(
+        self,
+        index: int,
+        spec: dict[str, Any],
+        eval_kwargs: dict[str, Any],
+        *,
+        run_seed: int = 0,
+        num_threads: int = 1,
+        device: str = "cpu",
+        evaluator=None,
+    ) -> None:
+        import envs
+        from islands import strategies
+
+        self.index = int(index)
+        self.spec = dict(spec)
+        self.run_seed = int(run_seed)
+        self.strategy_name = spec["strategy"]
+        self.n_emigrants = max(1, int(spec.get("emigrants", 1)))
+        self.slowdown_s = float(spec.get("slowdown_s", 0.0) or 0.0)
+        kw = dict(eval_kwargs)
+        kw["episodes"] = int(spec.get("episodes") or kw.get("episodes") or 1)
+        self.device = device
+        self.num_threads = int(num_threads)
+        self.evaluator = evaluator or envs.make_evaluator(
+            **kw, num_threads=self.num_threads, device=device
+        )
+        self.dim = int(self.evaluator.num_params)
+        seed = strategy_seed(self.run_seed, self.index)
+        x0 = self.evaluator.policy.init_params(np.random.default_rng(seed))
+        self.strategy = strategies.make(
+            self.strategy_name, self.dim, popsize=spec.get("popsize"), sigma=spec.get("sigma"),
+            seed=seed, x0=x0, **dict(spec.get("options") or {}),
+        )
+        self.evals = 0
+        self.env_steps = 0
+        self.frames = 0
+        self.immigrants = 0  # accepted migrant genomes, cumulative
+        self.rejected = 0  # migrant genomes refused (wrong dimension), cumulative
+        self.calls = 0
+        self._t0 = time.perf_counter()
+        self._delta = None  # RunningMeanStd of observations since the last report
+        self._last_fitness = np.zeros(0)
+
+    # ---- migration and statistics ----------------------------------------------------
+    def accept(self, immigrants: list[dict[str, Any]] | None) -> int:
+        """Inject migrant batches; returns how many genomes were accepted."""
+        n = 0
+        for batch in immigrants or []:
+            P = np.asarray(batch["params"], dtype=np.float64)
+            f = np.asarray(batch["fitness"], dtype=np.float64).reshape(-1)
+            if P.ndim == 1:
+                P = P[None, :]
+            if P.ndim != 2 or P.shape[1] != self.dim or len(f) != len(P):
+                self.rejected += len(f)
+                log.warning(
+                    "island %d: rejected %d migrant(s) from island %s: shape %s, expected "
+                    "(k, %d)", self.index, len(f), batch.get("source"), P.shape, self.dim)
+                continue
+            if len(f) == 0:
+                continue
+            self.strategy.inject(P, f)
+            n += len(f)
+        self.immigrants += n
+        return n
+
+    def set_obs_stats(self, state: dict[str, Any] | None) -> None:
+        """Adopt merged (global) observation statistics; ignored when obs_norm is off."""
+        if state is not None and self.evaluator.obs_stats is not None:
+            self.evaluator.set_obs_stats(state)
+
+    def _add_obs_delta(self, res) -> None:
+        if self.evaluator.obs_stats is None or not res.obs_count or res.obs_mean is None:
+            return
+        from policies.obsnorm import RunningMeanStd
+
+        if self._delta is None:
+            self._delta = RunningMeanStd(tuple(np.shape(res.obs_mean)))
+        self._delta.merge_moments(float(res.obs_count), res.obs_mean, res.obs_m2)
+
+    def take_obs_delta(self) -> dict[str, Any] | None:
+        d, self._delta = self._delta, None
+        if d is None or d.count <= 0:
+            return None
+        return {"count": d.count, "mean": d.mean, "m2": d.m2}
+
+    # ---- evolution -------------------------------------------------------------------
+    def evolve(
+        self,
+        k: int = 1,
+        immigrants: list[dict[str, Any]] | None = None,
+        obs_stats: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``k`` generations; returns ``{"report", "emigrants", "obs_delta",
+        "obs_stats"}`` (see the module docstring)."""
+        t_call = time.perf_counter()
+        self.set_obs_stats(obs_stats)
+        accepted = self.accept(immigrants)
+        elite_x = np.zeros((0, self.dim))
+        elite_f = np.zeros(0)
+        evals0, steps0 = self.evals, self.env_steps
+        for _ in range(int(k)):
+            X = self.strategy.ask()
+            res = self.evaluator.evaluate(X, seed=train_seed(self.run_seed, self.index,
+                                                             self.strategy.generation))
+            fit = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+            self.strategy.tell(fit)
+            self.evals += len(fit)
+            self.env_steps += int(res.env_steps)
+            self.frames += int(res.frames)
+            self._add_obs_delta(res)
+            self._last_fitness = fit
+            ok = np.isfinite(fit)
+            # Emigrants: the best genomes evaluated during this call, by measured fitness.
+            elite_x = np.concatenate([elite_x, X[ok]])
+            elite_f = np.concatenate([elite_f, fit[ok]])
+            top = np.argsort(-elite_f, kind="stable")[: self.n_emigrants]
+            elite_x, elite_f = elite_x[top], elite_f[top]
+            if self.slowdown_s > 0:  # debug option: make this island slow on purpose
+                time.sleep(self.slowdown_s)
+        self.calls += 1
+        call_s = time.perf_counter() - t_call
+        fin = self._last_fitness[np.isfinite(self._last_fitness)]
+        _, best_f = self.strategy.best
+        report = {
+            "island": self.index,
+            "strategy": self.strategy_name,
+            "generation": int(self.strategy.generation),
+            "evals": int(self.evals),
+            "env_steps": int(self.env_steps),
+            "frames": int(self.frames),
+            "fitness_max": float(fin.max()) if fin.size else float("nan"),
+            "fitness_mean": float(fin.mean()) if fin.size else float("nan"),
+            "best_so_far": float(best_f),
+            "immigrants": int(self.immigrants),
+            "immigrants_new": int(accepted),
+            "rejected": int(self.rejected),
+            "call_s": float(call_s),
+            "evals_per_s": float((self.evals - evals0) / max(call_s, 1e-9)),
+            "steps_per_s": float((self.env_steps - steps0) / max(call_s, 1e-9)),
+            "island_wall_s": float(time.perf_counter() - self._t0),
+        }
+        stats = self.evaluator.obs_stats
+        # Observations behind this island's normalization (its own plus merged ones).
+        report["obs_count"] = float(stats.count) if stats is not None else 0.0
+        return {
+            "report": report,
+            "emigrants": {"params": elite_x, "fitness": elite_f, "source": self.index,
+                          "generation": report["generation"]},
+            "obs_delta": self.take_obs_delta(),
+            "obs_stats": None if stats is None else stats.state_dict(),
+        }
+
+    # ---- state (for checkpoints) -------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """Plain-data state: strategy state dict, observation statistics, counters."""
+        stats = self.evaluator.obs_stats
+        return {
+            "index": self.index,
+            "strategy": self.strategy.state_dict(),
+            "obs_stats": None if stats is None else stats.state_dict(),
+            "obs_delta": None if self._delta is None else self._delta.state_dict(),
+            "counters": {"evals": self.evals, "env_steps": self.env_steps,
+                         "frames": self.frames, "immigrants": self.immigrants,
+                         "rejected": self.rejected, "calls": self.calls},
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        from policies.obsnorm import RunningMeanStd
+
+        self.strategy.load_state_dict(state["strategy"])
+        if state.get("obs_stats") is not None:
+            self.set_obs_stats(state["obs_stats"])
+        d = state.get("obs_delta")
+        self._delta = None if d is None else RunningMeanStd.from_state_dict(d)
+        for k, v in state["counters"].items():
+            setattr(self, k, int(v))
+
+    def info(self) -> dict[str, Any]:
+        return {"island": self.index, "strategy": self.strategy_name, "dim": self.dim,
+                "popsize": int(self.strategy.popsize), "device": self.device,
+                "num_threads": self.num_threads, "backend": self.evaluator.backend,
+                "policy_spec": self.evaluator.policy.spec()}
+
+    def close(self) -> None:
+        self.evaluator.close()
+
+
+def _actor_class():
+    import ray
+
+    @ray.remote
+    class IslandActor:
+        """Ray wrapper around :class:`IslandCore` (named ``island-NN``)."""
+
+        def __init__(self, index: int, spec: dict[str, Any], eval_kwargs: dict[str, Any],
+                     run_seed: int = 0, device: str = "auto") -> None:
+            import torch
+
+            logging.basicConfig(level=logging.INFO, format="%(message)s")
+            # Ray sets OMP_NUM_THREADS from the CPU share, but be explicit: fractional
+            # shares still get one thread, 2 CPUs get 2 (torch and EnvPool alike).
+            threads = max(1, round(float(spec.get("num_cpus") or 1)))
+            torch.set_num_threads(threads)
+            if device == "auto":
+                gpus = ray.get_gpu_ids()
+                device = "cuda" if gpus and torch.cuda.is_available() else "cpu"
+                if gpus and device == "cpu":
+                    log.warning("island %d: Ray assigned GPU %s but torch sees no CUDA; "
+                                "using the CPU", index, gpus)
+            self.core = IslandCore(index, spec, eval_kwargs, run_seed=run_seed,
+                                   num_threads=threads, device=device)
+
+        def evolve(self, k=1, immigrants=None, obs_stats=None):
+            return self.core.evolve(k, immigrants, obs_stats)
+
+        def get_state(self):
+            return self.core.get_state()
+
+        def set_state(self, state):
+            self.core.set_state(state)
+
+        def info(self):
+            d = self.core.info()
+            d["node"] = ray.get_runtime_context().get_node_id()
+            d["gpu_ids"] = [str(g) for g in ray.get_gpu_ids()]
+            return d
+
+    return IslandActor
+
+
+_ACTOR = None
+
+
+def island_actor_class():
+    """The Ray actor class (built on first use, so importing this module needs no Ray)."""
+    global _ACTOR
+    if _ACTOR is None:
+        _ACTOR = _actor_class()
+    return _ACTOR
+
+
+def island_name(index: int) -> str:
+    return f"island-{index:02d}"

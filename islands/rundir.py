@@ -1,0 +1,172 @@
+"""The run directory: what a run leaves behind, and how to read it back.
+
+=================  ==========================================================================
+file               content
+=================  ==========================================================================
+config.yaml        the fully resolved config; ``--config config.yaml`` reruns it
+metrics.parquet    one row per island report: ``METRIC_COLUMNS`` (counts are cumulative)
+summary.json       ``SUMMARY_KEYS`` and more (stop reason, tests run, coordinator stats)
+solution.npz       the best genome: params, policy spec, observation statistics, env
+                   (:mod:`islands.plainstate`, loads with ``allow_pickle=False``)
+solution.json      the same without the parameters, for people
+fitness.png        best-so-far fitness per island and overall vs wall-clock time
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from . import plainstate
+
+METRIC_COLUMNS = (
+    "island", "strategy", "generation", "wall_s", "evals", "env_steps", "fitness_max",
+    "fitness_mean", "best_so_far", "immigrants", "immigrants_new", "rejected", "frames",
+    "call_s", "evals_per_s", "steps_per_s", "obs_count",
+)
+SUMMARY_KEYS = (
+    "best_fitness", "test_mean", "test_std", "test_episodes", "solved", "wall_s",
+    "total_evals", "total_env_steps", "islands", "env",
+)
+SOLUTION_FORMAT = "islands-solution/1"
+FILES = ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "solution.json",
+         "fitness.png")
+
+
+def check_new(path: str) -> None:
+    """ValueError if ``path`` exists and is not an empty directory (never overwrite a run)."""
+    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        raise ValueError(f"output directory {path!r} already exists and is not empty")
+
+
+class RunDir:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @staticmethod
+    def create(path: str) -> RunDir:
+        check_new(path)
+        os.makedirs(path, exist_ok=True)
+        return RunDir(path)
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _atomic_text(self, name: str, text: str) -> None:
+        tmp = self.file(f".{name}.tmp")
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, self.file(name))
+
+    # ---- writing ---------------------------------------------------------------------
+    def write_config(self, cfg_dict: dict[str, Any]) -> None:
+        import yaml
+
+        self._atomic_text("config.yaml", yaml.safe_dump(cfg_dict, sort_keys=False))
+
+    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
+        import pandas as pd
+
+        df = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
+        for c in ("island", "generation", "evals", "env_steps", "immigrants",
+                  "immigrants_new", "rejected", "frames"):
+            df[c] = df[c].astype("int64")
+        tmp = self.file(".metrics.parquet.tmp")
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, self.file("metrics.parquet"))
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        self._atomic_text("summary.json", json.dumps(_jsonable(summary), indent=2) + "\n")
+
+    def save_solution(self, params: np.ndarray, policy_spec: dict[str, Any],
+                      obs_stats: dict[str, Any] | None, env: dict[str, Any],
+                      meta: dict[str, Any]) -> None:
+        tree = {
+            "format": SOLUTION_FORMAT,
+            "params": np.asarray(params, dtype=np.float64),
+            "policy": policy_spec,
+            "obs_stats": obs_stats,
+            "env": env,
+            "meta": meta,
+        }
+        plainstate.save(self.file("solution.npz"), _plain(tree))
+        readable = {k: v for k, v in tree.items() if k != "params"}
+        readable["num_params"] = int(np.size(params))
+        if obs_stats is not None:
+            readable["obs_stats"] = {"count": obs_stats["count"],
+                                     "mean": np.asarray(obs_stats["mean"]).tolist(),
+                                     "std": np.sqrt(np.asarray(obs_stats["m2"])
+                                                    / max(obs_stats["count"], 1)).tolist()}
+        self._atomic_text("solution.json", json.dumps(_jsonable(readable), indent=2) + "\n")
+
+    def plot(self, rows: list[dict[str, Any]], title: str = "") -> None:
+        plot_fitness(rows, self.file("fitness.png"), title)
+
+
+def load_solution(run_dir: str) -> dict[str, Any]:
+    """The tree written by ``save_solution`` (accepts the run dir or the .npz path)."""
+    path = run_dir if run_dir.endswith(".npz") else os.path.join(run_dir, "solution.npz")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no solution file at {path}")
+    tree = plainstate.load(path)
+    if tree.get("format") != SOLUTION_FORMAT:
+        raise ValueError(f"{path} is not an islands solution (format {tree.get('format')!r})")
+    return tree
+
+
+def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "") -> None:
+    """Best-so-far per island (thin) and overall (thick) against wall-clock seconds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    by_island: dict[int, list[dict[str, Any]]] = {}
+    for r in sorted(rows, key=lambda r: r["wall_s"]):
+        by_island.setdefault(int(r["island"]), []).append(r)
+    for i, rs in sorted(by_island.items()):
+        t = [r["wall_s"] for r in rs]
+        b = [r["best_so_far"] for r in rs]
+        ax.step(t, b, where="post", lw=1, alpha=0.8, label=f"island {i} ({rs[0]['strategy']})")
+    if rows:
+        rs = sorted(rows, key=lambda r: r["wall_s"])
+        t = [r["wall_s"] for r in rs]
+        g = np.maximum.accumulate([r["best_so_far"] for r in rs])
+        ax.step(t, g, where="post", lw=2.5, color="black", label="global best")
+    ax.set_xlabel("wall-clock time (s)")
+    ax.set_ylabel("best training fitness so far")
+    ax.set_title(title or "best fitness")
+    ax.grid(alpha=0.3)
+    if len(by_island) <= 16:
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _plain(x: Any) -> Any:
+    """Tuples -> lists, numpy scalars kept (plainstate stores them exactly)."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x

@@ -1,0 +1,75 @@
+"""Shared fixtures: one local Ray per test session, and one real launcher run.
+
+``ray_session`` starts a fresh local Ray (``address="local"``, never an existing cluster)
+once per session, 2 CPUs (islands take fractional shares), no dashboard, a small object
+store, and shuts it down at the end. Tests that create actors give each run its own
+namespace, so named actors (``island-00``, ``coordinator``) of different tests never meet.
+
+``cli_run`` runs ``python -m islands.launch`` once in a subprocess (its own embedded Ray:
+``RAY_ADDRESS`` is removed from its environment so it cannot attach to ours) and yields the
+run directory; test_launch.py and test_notebook.py read it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    import ray
+
+    if ray.is_initialized():  # a test file started its own; leave it alone
+        yield ray
+        return
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=200 * 1024**2,
+        namespace="islands-tests",
+        log_to_driver=False,
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def subprocess_env() -> dict[str, str]:
+    """The test process's environment minus anything that points at a Ray cluster."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+def run_module(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=subprocess_env(),
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+# A small but complete CartPole run: 2 islands, solved in a few seconds of evolution.
+CLI_ARGS = (
+    "--islands", "2", "--env", "CartPole-v1", "--strategy", "cmaes,ga", "--popsize", "12",
+    "--episodes", "1", "--max-episode-steps", "200", "--generations", "20",
+    "--migration-interval", "2", "--target", "none", "--test-episodes", "10",
+    "--seed", "3", "--log-interval", "1",
+)
+
+
+@pytest.fixture(scope="session")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "run"
+    proc = run_module("islands.launch", *CLI_ARGS, "--out", str(out), timeout=400)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    return out, proc

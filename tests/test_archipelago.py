@@ -1,0 +1,252 @@
+"""Islands, coordinator and the asynchronous driver: real Ray, real envs, small sizes."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from islands.config import from_dict, resolve
+from islands.coordinator import CoordinatorCore
+from islands.driver import (
+    Archipelago,
+    ResourceError,
+    check_resources,
+    cluster_nodes,
+    default_cpu_share,
+    plan_islands,
+)
+from islands.island import IslandCore
+from islands.launch import run
+from islands.topology import Topology
+from policies.obsnorm import RunningMeanStd
+
+# Small CartPole settings shared by the Ray tests: episodes capped at 100-200 steps.
+SMALL = dict(env="CartPole-v1", popsize=8, episodes=1, max_episode_steps=100, target=None,
+             test_episodes=5)
+
+
+def cfg_of(**kw):
+    return resolve(from_dict({**SMALL, **kw}))
+
+
+def run_arch(cfg, node_cpus=(2.0,)):
+    """Drive an archipelago on the session's Ray; returns the RunResult."""
+    plan = plan_islands(cfg, list(node_cpus))
+    arch = Archipelago(cfg, plan)
+    try:
+        arch.start()
+        arch.wait_ready()
+        return arch.run()
+    finally:
+        arch.shutdown()
+
+
+def rows_of(result, island):
+    return [r for r in result.rows if r["island"] == island]
+
+
+# ---- coordinator logic (no Ray) ---------------------------------------------------------
+def _result(i, g, fitness, dim=3, obs=None, stats=None):
+    f = np.asarray(fitness, dtype=float)
+    return {"report": {"island": i, "generation": g},
+            "emigrants": {"params": np.tile(f[:, None], (1, dim)), "fitness": f},
+            "obs_delta": obs, "obs_stats": stats}
+
+
+def test_coordinator_migrates_best_k_every_interval_along_the_topology():
+    c = CoordinatorCore(3, Topology("ring", 3), migrants=2, migration_interval=3)
+    assert c.report(0, _result(0, 1, [5, 9, 7]))["immigrants"] == []  # too early
+    c.report(0, _result(0, 3, [5, 9, 7]))  # emigrates its best two to island 1
+    mail = c.report(1, _result(1, 1, [1]))["immigrants"]
+    assert len(mail) == 1 and mail[0]["source"] == 0
+    np.testing.assert_array_equal(mail[0]["fitness"], [9, 7])
+    np.testing.assert_array_equal(mail[0]["params"][:, 0], [9, 7])
+    assert c.report(1, _result(1, 2, [1]))["immigrants"] == []  # mailbox emptied
+    assert c.report(2, _result(2, 9, [1]))["immigrants"] == []  # not a target of island 0
+
+
+def test_coordinator_mailbox_keeps_the_newest_batch_per_source():
+    c = CoordinatorCore(2, Topology("ring", 2), migrants=1, migration_interval=1)
+    c.report(0, _result(0, 1, [3]))
+    c.report(0, _result(0, 2, [4]))  # the receiver has not collected the first batch
+    mail = c.report(1, _result(1, 1, [0]))["immigrants"]
+    assert [b["fitness"].tolist() for b in mail] == [[4.0]]
+
+
+def test_coordinator_hall_of_fame_is_the_global_best_with_its_origin():
+    c = CoordinatorCore(2, Topology("full", 2), migrants=0)
+    c.report(0, _result(0, 4, [3, 8]))
+    reply = c.report(1, _result(1, 2, [6]))
+    assert reply["hof"] == {"fitness": 8.0, "island": 0, "generation": 4}
+    assert reply["hof_params"] is None  # island 1 did not improve it
+    reply = c.report(1, _result(1, 3, [11]))
+    assert reply["hof"]["island"] == 1 and reply["hof_params"][0] == 11
+
+
+def test_coordinator_merges_observation_deltas_exactly():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(1, 2, (500, 4)), rng.normal(-1, 1, (300, 4))
+    c = CoordinatorCore(2, Topology("ring", 2), migrants=0, obs_sync_interval=1)
+
+    def delta(x):
+        r = RunningMeanStd((4,))
+        r.update(x)
+        return {"count": r.count, "mean": r.mean, "m2": r.m2}
+
+    c.report(0, _result(0, 1, [0], obs=delta(a)))
+    reply = c.report(1, _result(1, 1, [0], obs=delta(b)))
+    pooled = np.concatenate([a, b])
+    st = reply["obs_stats"]
+    assert st["count"] == 800
+    np.testing.assert_allclose(st["mean"], pooled.mean(0))
+    np.testing.assert_allclose(st["m2"] / st["count"], pooled.var(0))
+    # The next push waits obs_sync_interval generations of that island.
+    assert c.report(1, _result(1, 1, [0]))["obs_stats"] is None
+
+
+def test_default_cpu_share_and_resource_check():
+    assert default_cpu_share(2, [2.0]) == 1.0
+    assert default_cpu_share(16, [2.0]) == 0.125
+    assert default_cpu_share(3, [2.0]) == 0.6666
+    assert default_cpu_share(5, [2.0, 2.0]) == 0.6666  # 3 + 3 fit; 0.8 would not pack
+    plan = [{"index": i, "num_cpus": 0.6666, "num_gpus": 0.0, "resources": {}}
+            for i in range(5)]
+    check_resources(plan, [{"CPU": 2.0}, {"CPU": 2.0}])
+    with pytest.raises(ResourceError, match="GPU"):
+        check_resources([{**plan[0], "num_gpus": 1.0}], [{"CPU": 2.0}])
+    with pytest.raises(ResourceError, match="gpu_node"):
+        check_resources([{**plan[0], "resources": {"gpu_node": 1}}], [{"CPU": 2.0}])
+    with pytest.raises(ResourceError, match="CPU"):
+        check_resources([{**plan[0], "num_cpus": 1.5}] * 2 + [plan[0]],
+                        [{"CPU": 2.0}, {"CPU": 2.0}])
+
+
+# ---- one island without Ray -------------------------------------------------------------
+def _core(cfg, i=0):
+    plan = plan_islands(cfg, [2.0])
+    kw = cfg.eval_kwargs()
+    kw["episodes"] = cfg.episodes
+    return IslandCore(i, plan[i], kw, run_seed=cfg.seed)
+
+
+def test_island_rejects_wrong_dimension_immigrants_and_carries_on(caplog):
+    cfg = cfg_of(islands=1, strategy="cmaes")
+    core = _core(cfg)
+    try:
+        good = {"params": np.zeros((1, core.dim)), "fitness": np.array([1.0]), "source": 5}
+        bad = {"params": np.zeros((2, core.dim + 3)), "fitness": np.ones(2), "source": 7}
+        with caplog.at_level(logging.WARNING, logger="islands.island"):
+            out = core.evolve(2, immigrants=[bad, good])
+        rep = out["report"]
+        assert rep["generation"] == 2 and rep["immigrants"] == 1 and rep["rejected"] == 2
+        assert "rejected 2 migrant(s) from island 7" in caplog.text
+        assert out["emigrants"]["params"].shape == (cfg.migrants, core.dim)
+    finally:
+        core.close()
+
+
+def test_island_state_round_trip_continues_identically():
+    # Gymnasium backend: its episodes depend on the call's seed only (EnvPool's also on the
+    # pool's generator history, which is not part of the island state).
+    cfg = cfg_of(islands=1, strategy="cmaes", obs_norm=True, backend="gymnasium")
+    a, b = _core(cfg), _core(cfg)
+    try:
+        a.evolve(2)
+        b.set_state(a.get_state())
+        ra, rb = a.evolve(1)["report"], b.evolve(1)["report"]
+        for k in ("generation", "evals", "env_steps", "fitness_max", "fitness_mean",
+                  "best_so_far", "obs_count"):
+            assert ra[k] == rb[k], k
+    finally:
+        a.close()
+        b.close()
+
+
+# ---- archipelagos on Ray ----------------------------------------------------------------
+def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
+    cfg = resolve(from_dict(dict(env="CartPole-v1", islands=2, seed=0, generations=150,
+                                 time_budget=240, namespace="t-solve")))
+    summary = run(cfg, out=str(tmp_path / "run"), display=False)
+    assert summary["solved"], summary
+    assert summary["test_mean"] >= 475 and summary["test_episodes"] == 100
+    assert summary["stop_reason"] == "target"
+    for f in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "fitness.png"):
+        assert (tmp_path / "run" / f).exists(), f
+
+
+def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_session):
+    # Island 1 is a GA whose mutations (sigma 1e-50) vanish in the policy's float32
+    # weights: every individual it breeds is the zero network, which always pushes left, so
+    # on its own its fitness never changes. Only migrants (edge 0>1) can lift it.
+    cfg = cfg_of(islands=2, namespace="t-migrate", topology="edges", edges="0>1",
+                 migrants=2, migration_interval=2, generations=20, max_episode_steps=200,
+                 episodes=2, island_specs=[{"strategy": "cmaes", "popsize": 12},
+                                           {"strategy": "ga", "sigma": 1e-50}])
+    res = run_arch(cfg)
+    r0, r1 = rows_of(res, 0), rows_of(res, 1)
+    alone = [r for r in r1 if r["immigrants"] == 0]
+    assert alone and max(r["fitness_max"] for r in alone) < 20  # stuck: falls in ~10 steps
+    assert r0[-1]["immigrants"] == 0  # nothing flows back along 0>1
+    assert r1[-1]["immigrants"] >= 2
+    sent_best = max(r["best_so_far"] for r in r0)
+    assert r1[-1]["best_so_far"] >= 100
+    assert r1[-1]["best_so_far"] <= sent_best  # all it has came from island 0
+    # The migrant is now island 1's elite and scores on island 1's own episodes.
+    assert max(r["fitness_max"] for r in r1 if r["immigrants"] > 0) >= 60
+
+
+def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
+    cfg = cfg_of(islands=2, namespace="t-async", strategy="cmaes", migration_interval=1,
+                 migrants=1, generations=100000, time_budget=8.0,
+                 island_specs=[{}, {"slowdown_s": 1.0}])
+    res = run_arch(cfg)
+    g0, g1 = rows_of(res, 0)[-1]["generation"], rows_of(res, 1)[-1]["generation"]
+    assert g1 >= 2
+    assert g0 >= 3 * g1, (g0, g1)
+    # Both still exchange migrants: the slow one just does it less often.
+    assert rows_of(res, 0)[-1]["immigrants"] > 0 and rows_of(res, 1)[-1]["immigrants"] > 0
+    assert res.stop_reason == "time budget"
+
+
+def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
+    cfg = cfg_of(islands=4, namespace="t-mixed", strategy="cmaes,sep-cmaes,openai-es,ga",
+                 topology="full", migrants=1, migration_interval=1, obs_sync_interval=1,
+                 generations=6, obs_norm=True)
+    res = run_arch(cfg)
+    assert [i["strategy"] for i in res.islands] == ["cmaes", "sep-cmaes", "openai-es", "ga"]
+    for i in range(4):
+        rows = rows_of(res, i)
+        assert rows[-1]["generation"] == 6
+        assert rows[-1]["immigrants"] > 0, i
+        # Merged statistics: the island normalizes with more observations than it saw
+        # itself (at most one per step plus one per episode start).
+        assert max(r["obs_count"] - (r["env_steps"] + r["evals"]) for r in rows) > 0, i
+    assert res.coordinator_stats["rounds"] >= 4 * 5
+
+
+def test_unplaceable_request_fails_fast_and_creates_nothing(ray_session, tmp_path):
+    out = tmp_path / "never"
+    cfg = cfg_of(islands=2, namespace="t-gpu", gpus_per_island=1)
+    with pytest.raises(ResourceError, match="GPU"):
+        run(cfg, out=str(out), display=False)
+    cfg = cfg_of(islands=2, namespace="t-res", resources_per_island={"gpu_node": 1})
+    with pytest.raises(ResourceError, match="gpu_node"):
+        run(cfg, out=str(out), display=False)
+    assert not os.path.exists(out)
+    assert cluster_nodes()  # Ray is still fine
+
+
+def test_screen_rejects_a_hopeless_candidate_and_passes_a_good_one_to_the_full_test():
+    from islands.evaluate import screened_test
+
+    cfg = cfg_of(islands=1, max_episode_steps=500)
+    kw = cfg.eval_kwargs()
+    zero = np.zeros(_core(cfg).dim)  # always pushes left: falls within ~10 steps
+    res = screened_test(kw, zero, None, 100, seed=2**30, target=475.0)
+    assert res["screened_out"] and res["episodes"] == 20 and res["mean"] < 20
+    res = screened_test(kw, zero, None, 100, seed=2**30, target=5.0)  # passes the screen
+    assert not res.get("screened_out") and res["episodes"] == 100
+    assert res["screen"]["episodes"] == 20

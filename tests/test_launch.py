@@ -1,0 +1,121 @@
+"""The launcher as users run it: flags, YAML, run directory, evaluate, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import run_module
+from PIL import Image
+
+from islands import launch
+from islands.config import FIELDS, build_parser, parse_args, resolve
+from islands.rundir import METRIC_COLUMNS, SUMMARY_KEYS, load_solution
+
+
+def test_help_documents_every_flag():
+    text = build_parser().format_help()
+    for name in FIELDS:
+        assert "--" + name.replace("_", "-") in text, name
+    # Every field has its own one-line doc.
+    assert all(f.metadata["help"] for f in FIELDS.values())
+
+
+def test_cli_overrides_yaml_and_yaml_overrides_defaults(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("islands: 3\nenv: LunarLander-v3\nhidden: [8, 8]\ntopology: full\n")
+    cfg = resolve(parse_args(["--config", str(path), "--islands", "2"]))
+    assert (cfg.islands, cfg.env, cfg.hidden, cfg.topology) == (2, "LunarLander-v3", [8, 8],
+                                                                "full")
+    assert cfg.popsize == 24 and cfg.target == 200.0  # from the env table
+
+
+def test_cli_run_writes_every_file_with_documented_columns(cli_run):
+    out, proc = cli_run
+    for name in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz",
+                 "solution.json", "fitness.png"):
+        assert (out / name).is_file(), name
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["run_dir"] == str(out)
+    assert "island  0 cmaes" in proc.stdout  # plain progress lines (stdout is not a TTY)
+
+    df = pd.read_parquet(out / "metrics.parquet")
+    assert set(METRIC_COLUMNS) <= set(df.columns)
+    assert set(df.island) == {0, 1} and set(df.strategy) == {"cmaes", "ga"}
+    for _, g in df.groupby("island"):
+        assert g.generation.max() == 20
+        assert g.evals.is_monotonic_increasing and g.immigrants.is_monotonic_increasing
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(SUMMARY_KEYS) <= set(summary)
+    assert summary["islands"] == 2 and summary["env"] == "CartPole-v1"
+    assert summary["test_episodes"] == 10 and summary["solved"] is False  # --target none
+    assert summary["total_evals"] == int(df.groupby("island").evals.max().sum())
+    assert summary["stop_reason"] == "generations"
+
+    sol = load_solution(str(out))
+    assert sol["params"].shape == (summary["num_params"],) and sol["params"].dtype == np.float64
+    assert sol["policy"]["kind"] == "mlp" and sol["env"]["env_id"] == "CartPole-v1"
+    with Image.open(out / "fitness.png") as im:
+        assert im.format == "PNG" and im.size[0] > 300
+
+
+def test_config_yaml_reruns_to_the_same_resolved_config(cli_run):
+    out, _ = cli_run
+    written = yaml.safe_load((out / "config.yaml").read_text())
+    again = resolve(parse_args(["--config", str(out / "config.yaml")]))
+    assert again.to_yaml_dict() == written
+    assert written["strategy"] == "cmaes,ga" and written["max_episode_steps"] == 200
+
+
+def test_evaluate_reports_json_and_renders_a_gif(cli_run, tmp_path):
+    out, _ = cli_run
+    gif = tmp_path / "policy.gif"
+    proc = run_module("islands.evaluate", str(out), "--episodes", "5", "--gif", str(gif))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["episodes"] == 5 and np.isfinite(res["mean"]) and res["std"] >= 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert res["mean"] > 0.5 * summary["test_mean"]  # the same genome, other episodes
+    with Image.open(gif) as im:
+        # (Pillow merges identical consecutive frames, so n_frames <= gif_frames.)
+        assert im.format == "GIF" and 5 < im.n_frames <= res["gif_frames"]
+
+
+# ---- bad input: exit code 2, one line, nothing created ------------------------------------
+@pytest.mark.parametrize(
+    "args, expect",
+    [
+        (["--env", "CartPole-v9"], "did you mean"),
+        (["--strategy", "cmaes,cma-es"], "unknown strategy 'cma-es'"),
+        (["--islands", "0"], "--islands must be positive"),
+        (["--episodes", "0"], "--episodes must be positive"),
+        (["--policy", "cnn"], "--policy cnn needs image observations"),
+        (["--topology", "star"], "--topology"),
+        (["--hidden", "64,x"], "--hidden"),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(args, expect, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = launch.main([*args, "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and expect in err, err
+    assert not out.exists()
+
+
+def test_bad_yaml_exits_2_in_a_subprocess_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("islands: 2\nenv: [CartPole-v1\n")
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("islands: 2\nmigration_intervall: 3\n")
+    for path, expect in ((bad, "malformed YAML"), (unknown, "did you mean 'migration_interval'")):
+        proc = run_module("islands.launch", "--config", str(path), "--out",
+                          str(tmp_path / "run"))
+        err = proc.stderr.strip()
+        assert proc.returncode == 2
+        assert len(err.splitlines()) == 1 and expect in err and "Traceback" not in err, err
+    assert not Path(tmp_path / "run").exists()
