@@ -180,9 +180,11 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
 def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_session):
     # Island 1 is a GA whose mutations (sigma 1e-50) vanish in the policy's float32
     # weights: every individual it breeds is the zero network, which always pushes left, so
-    # on its own its fitness never changes. Only migrants (edge 0>1) can lift it.
+    # on its own its fitness never changes. Only migrants (edge 0>1) can lift it. The run
+    # stops on time, not generations: the fast GA must not finish before migrants arrive.
     cfg = cfg_of(islands=2, namespace="t-migrate", topology="edges", edges="0>1",
-                 migrants=2, migration_interval=2, generations=20, max_episode_steps=200,
+                 migrants=2, migration_interval=2, generations=100_000, time_budget=15.0,
+                 max_episode_steps=200,
                  episodes=2, island_specs=[{"strategy": "cmaes", "popsize": 12},
                                            {"strategy": "ga", "sigma": 1e-50}])
     res = run_arch(cfg)
@@ -214,17 +216,19 @@ def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
 def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
     cfg = cfg_of(islands=4, namespace="t-mixed", strategy="cmaes,sep-cmaes,openai-es,ga",
                  topology="full", migrants=1, migration_interval=1, obs_sync_interval=1,
-                 generations=6, obs_norm=True)
+                 generations=10_000, time_budget=20.0, obs_norm=True)
+    # Stop on time, not on a generation count: with a generation limit a fast island can
+    # finish before any other island's emigrants reach it (seen on a loaded machine).
     res = run_arch(cfg)
     assert [i["strategy"] for i in res.islands] == ["cmaes", "sep-cmaes", "openai-es", "ga"]
     for i in range(4):
         rows = rows_of(res, i)
-        assert rows[-1]["generation"] == 6
+        assert rows[-1]["generation"] >= 2
         assert rows[-1]["immigrants"] > 0, i
         # Merged statistics: the island normalizes with more observations than it saw
         # itself (at most one per step plus one per episode start).
         assert max(r["obs_count"] - (r["env_steps"] + r["evals"]) for r in rows) > 0, i
-    assert res.coordinator_stats["rounds"] >= 4 * 5
+    assert res.coordinator_stats["rounds"] >= 4 * 2
 
 
 def test_unplaceable_request_fails_fast_and_creates_nothing(ray_session, tmp_path):
