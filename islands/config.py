@@ -130,7 +130,9 @@ class Config:
     cpus_per_island: float | None = _opt(
         None, "CPUs per island; default: the cluster's CPUs shared equally", "optfloat",
         metavar="C")
-    gpus_per_island: float = _opt(0.0, "GPUs per island (fractions share a GPU)", "float",
+    gpus_per_island: float = _opt(0.0, "GPUs per island (fractions share a GPU); on a "
+                                  "cluster with gpu_node/cpu_node resources, GPU islands go "
+                                  "to gpu_node nodes, CPU islands to cpu_node nodes", "float",
                                   metavar="G")
     resources_per_island: dict = _opt(
         {}, "custom Ray resources per island, e.g. gpu_node=1 or JSON", "resources",
@@ -150,6 +152,29 @@ class Config:
                        metavar="on|off")
     log_interval: float = _opt(5.0, "seconds between progress lines when stdout is not a "
                                "terminal", "float", metavar="SECONDS")
+    # ---- fault tolerance ----------------------------------------------------------------
+    checkpoint_interval: int = _opt(
+        10, "generations of an island between its checkpoints (0: by time only)", "int",
+        metavar="G")
+    checkpoint_seconds: float = _opt(
+        60.0, "seconds between checkpoints of an island or the coordinator at most (0: by "
+        "generations only); a final one is written at the end of the run", "float",
+        metavar="SECONDS")
+    checkpoint_uri: str | None = _opt(
+        None, "where checkpoints go: a directory (on a shared filesystem for clusters) or a "
+        "pyarrow.fs URI such as s3://bucket/run; default: DIR/checkpoints", metavar="URI")
+    resume: str | None = _opt(
+        None, "continue the run in DIR from its checkpoints (config from DIR/config.yaml; "
+        "flags given override it, e.g. --time-budget)", metavar="DIR")
+    max_restarts: int = _opt(
+        -1, "restarts of a dead island or coordinator actor (-1: unlimited, 0: none); a "
+        "restarted actor reloads its last checkpoint", "int", metavar="N")
+    debug_exit_island: int | None = _opt(
+        None, "debug (fault tests): this island exits its process once, at "
+        "--debug-exit-after-gen", "optint", metavar="I")
+    debug_exit_after_gen: int | None = _opt(
+        None, "debug (fault tests): generation at which --debug-exit-island exits",
+        "optint", metavar="G")
 
     # ------------------------------------------------------------------------------------
     def to_yaml_dict(self) -> dict[str, Any]:
@@ -158,6 +183,7 @@ class Config:
         d = dataclasses.asdict(self)
         d.pop("config")
         d.pop("out")
+        d.pop("resume")
         return d
 
     def eval_kwargs(self) -> dict[str, Any]:
@@ -377,7 +403,7 @@ def load_yaml(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must be a mapping of field: value")
     for k in data:
-        if k not in FIELDS or k == "config":
+        if k not in FIELDS or k in ("config", "resume"):
             close = difflib.get_close_matches(str(k), list(FIELDS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"unknown config key {k!r} in {path}{hint}")
@@ -389,12 +415,30 @@ def parse_args(argv: list[str] | None = None) -> Config:
     itself exits 2 on malformed flags."""
     ns = vars(build_parser().parse_args(argv))
     values: dict[str, Any] = {}
+    if ns.get("resume"):
+        run_dir = str(ns["resume"])
+        if ns.get("config"):
+            raise ConfigError("--resume takes the config from the run directory; drop --config")
+        check_run_dir(run_dir)
+        if ns.get("out") and os.path.abspath(ns["out"]) != os.path.abspath(run_dir):
+            raise ConfigError("--resume continues in the run directory; drop --out")
+        for k, v in load_yaml(os.path.join(run_dir, "config.yaml")).items():
+            values[k] = coerce(k, v)
+        values["out"] = run_dir
     if ns.get("config"):
         for k, v in load_yaml(ns["config"]).items():
             values[k] = coerce(k, v)
     for k, v in ns.items():
         values[k] = coerce(k, v)
     return Config(**values)
+
+
+def check_run_dir(path: str) -> None:
+    """ConfigError unless ``path`` is a run directory with checkpoints to resume from."""
+    if not os.path.isdir(path):
+        raise ConfigError(f"--resume: {path!r} is not a directory")
+    if not os.path.isfile(os.path.join(path, "config.yaml")):
+        raise ConfigError(f"--resume: {path!r} is not a run directory (no config.yaml)")
 
 
 def from_dict(d: dict[str, Any]) -> Config:
@@ -457,6 +501,15 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
                  "sigma", "log_interval"):
         positive(name)
     positive("migrants", zero_ok=True)
+    positive("checkpoint_interval", zero_ok=True)
+    positive("checkpoint_seconds", zero_ok=True)
+    if c.max_restarts < -1:
+        raise ConfigError(f"--max-restarts must be -1 (unlimited) or more, got {c.max_restarts}")
+    if (c.debug_exit_island is None) != (c.debug_exit_after_gen is None):
+        raise ConfigError("--debug-exit-island and --debug-exit-after-gen go together")
+    if c.debug_exit_island is not None and not 0 <= c.debug_exit_island < c.islands:
+        raise ConfigError(f"--debug-exit-island must name an island below {c.islands}, "
+                          f"got {c.debug_exit_island}")
     positive("gpus_per_island", zero_ok=True)
     if c.popsize is not None and c.popsize < 2:
         raise ConfigError(f"--popsize must be at least 2, got {c.popsize}")

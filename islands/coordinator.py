@@ -124,7 +124,12 @@ class CoordinatorCore:
 
     # ---- state (for checkpoints) -------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
+        from .storage import CHECKPOINT_FORMAT
+
         return {
+            "format": CHECKPOINT_FORMAT,
+            "kind": "coordinator",
+            "n": self.n,
             "mailbox": [{str(s): b for s, b in box.items()} for box in self.mailbox],
             "last_emigration": list(self.last_emigration),
             "last_obs_sync": list(self.last_obs_sync),
@@ -137,6 +142,8 @@ class CoordinatorCore:
     def set_state(self, s: dict[str, Any]) -> None:
         from policies.obsnorm import RunningMeanStd
 
+        if int(s.get("n", self.n)) != self.n:
+            raise ValueError(f"the state is for {s.get('n')} islands, this run has {self.n}")
         self.mailbox = [{int(k): b for k, b in box.items()} for box in s["mailbox"]]
         self.last_emigration = [int(x) for x in s["last_emigration"]]
         self.last_obs_sync = [int(x) for x in s["last_obs_sync"]]
@@ -158,7 +165,16 @@ def _actor_class():
 
         def __init__(self, n_islands: int, topology: dict[str, Any], migrants: int,
                      migration_interval: int, obs_sync_interval: int,
-                     obs_norm: bool = True) -> None:
+                     obs_norm: bool = True, env: str = "",
+                     checkpoint: dict[str, Any] | None = None) -> None:
+            import time
+
+            from .island import was_reconstructed
+            from .metrics import CoordinatorMonitor
+            from .storage import COORDINATOR_FILE, Storage
+
+            # Latest report per island (islands.status) and the global-best Ray metric.
+            self.monitor = CoordinatorMonitor(env)
             if obs_norm:
                 # Import now (it pulls in torch via the policies package): a first import
                 # inside report() would stall every reply for seconds.
@@ -167,12 +183,56 @@ def _actor_class():
             self.core = CoordinatorCore(
                 n_islands, Topology(**topology), migrants, migration_interval,
                 obs_sync_interval)
+            # Checkpoints: hall of fame, mailboxes, counters; written every
+            # ``interval * n_islands`` reports or ``seconds``, and on request. A restarted
+            # coordinator (or a resumed run) starts from the last one.
+            ck = dict(checkpoint or {})
+            self._time = time.monotonic
+            self.storage = Storage(ck["uri"]) if ck.get("uri") else None
+            self.ckpt_reports = int(ck.get("interval") or 0) * int(n_islands)
+            self.ckpt_seconds = float(ck.get("seconds") or 0.0)
+            self._ckpt_reports, self._ckpt_t = 0, self._time()
+            self._file = COORDINATOR_FILE
+            self.restored = False
+            rec = was_reconstructed()
+            if self.storage is not None and (ck.get("load") or rec):
+                state = self.storage.load(COORDINATOR_FILE)
+                if state is not None:
+                    try:
+                        self.core.set_state(state)
+                    except (KeyError, TypeError, ValueError) as e:
+                        raise ValueError(f"checkpoint {self.storage.path(COORDINATOR_FILE)} "
+                                         f"does not fit this run: {e}") from None
+                    self.restored = True
+            self._ckpt_reports = self.core.reports
 
         def report(self, i, result):
-            return self.core.report(i, result)
+            reply = self.core.report(i, result)
+            self.monitor.observe(i, result["report"], reply["hof"])
+            if self.storage is not None and (
+                    (self.ckpt_reports and self.core.reports - self._ckpt_reports
+                     >= self.ckpt_reports)
+                    or (self.ckpt_seconds and self._time() - self._ckpt_t >= self.ckpt_seconds)):
+                self.checkpoint()
+            return reply
+
+        def checkpoint(self):
+            """Write the state now; returns the number of reports it covers (-1: none)."""
+            if self.storage is None:
+                return -1
+            self.storage.save(self._file, self.core.get_state())
+            self._ckpt_reports, self._ckpt_t = self.core.reports, self._time()
+            return self.core.reports
+
+        def status(self):
+            """Latest report per island, hall-of-fame summary, migration stats."""
+            return self.monitor.status(self.core.hof_summary(), self.core.stats())
 
         def hall_of_fame(self):
             return self.core.hall_of_fame()
+
+        def hof_summary(self):
+            return self.core.hof_summary()
 
         def obs_stats(self):
             return self.core.obs_stats()

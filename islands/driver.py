@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -109,7 +110,17 @@ def plan_islands(cfg: Config, node_cpus: list[float] | None = None) -> list[dict
             "slowdown_s": float(s.get("slowdown_s", 0.0)),
             "emigrants": max(1, cfg.migrants),
         })
+        if cfg.debug_exit_island == i:
+            plan[-1]["debug_exit_after_gen"] = int(cfg.debug_exit_after_gen)
     return plan
+
+
+def checkpoint_uri(cfg: Config) -> str | None:
+    """Where the run's checkpoints go: --checkpoint-uri, else <out>/checkpoints (absolute:
+    actors do not share the launcher's working directory), else nowhere."""
+    if cfg.checkpoint_uri:
+        return cfg.checkpoint_uri
+    return os.path.join(os.path.abspath(cfg.out), "checkpoints") if cfg.out else None
 
 
 def _needs(spec: dict[str, Any]) -> dict[str, float]:
@@ -196,6 +207,7 @@ class RunResult:
     coordinator_stats: dict[str, Any]
     tests: list[dict[str, Any]]  # every validation run: fitness, island, generation, mean
     islands: list[dict[str, Any]]  # info() per island
+    restarts: list[int] = dataclasses.field(default_factory=list)  # calls lost per island
 
 
 TESTER_NAME = "tester"
@@ -230,9 +242,13 @@ def _tester_class():
 class Archipelago:
     """Creates the named actors for a plan and drives them (see the module docstring)."""
 
-    def __init__(self, cfg: Config, plan: list[dict[str, Any]]) -> None:
+    def __init__(self, cfg: Config, plan: list[dict[str, Any]], resume: bool = False) -> None:
         self.cfg = cfg
         self.plan = plan
+        self.resume = resume  # islands and coordinator start from their checkpoints
+        self.prior_rows: list[dict[str, Any]] = []  # metrics of the run being resumed
+        self.stop_signal: int | None = None  # set (by a signal handler) to stop the run
+        self.restarts = [0] * len(plan)  # island calls lost to a dead/restarting actor
         self.islands: list[Any] = []
         self.coordinator = None
         self.tester = None
@@ -249,22 +265,31 @@ class Archipelago:
                 continue
             raise ResourceError(f"actor {name!r} already exists in Ray namespace {ns!r}: "
                                 f"another run is active there; pass --namespace")
+        uri = checkpoint_uri(cfg)
+        ckpt = None if uri is None else {"uri": uri, "interval": cfg.checkpoint_interval,
+                                         "seconds": cfg.checkpoint_seconds,
+                                         "load": self.resume}
+        # Restarted actors reload their checkpoints; failed calls are resubmitted by the
+        # driver (max_task_retries=0: Ray's retries do not keep the order of calls).
+        ft = dict(max_restarts=cfg.max_restarts, max_task_retries=0)
         topo = {"kind": cfg.topology, "n": cfg.islands, "degree": cfg.topology_degree,
                 "edges": cfg.edges, "seed": cfg.seed}
         self.coordinator = coordinator_actor_class().options(
-            name=COORDINATOR_NAME, namespace=ns
+            name=COORDINATOR_NAME, namespace=ns, **ft
         ).remote(cfg.islands, topo, cfg.migrants, cfg.migration_interval,
-                 cfg.obs_sync_interval, bool(cfg.obs_norm))
+                 cfg.obs_sync_interval, bool(cfg.obs_norm), env=cfg.env,
+                 checkpoint=ckpt)
         eval_kwargs = cfg.eval_kwargs()
         eval_kwargs["episodes"] = cfg.episodes
         actor = island_actor_class()
         for spec in self.plan:
             opts: dict[str, Any] = dict(name=island_name(spec["index"]), namespace=ns,
-                                        num_cpus=spec["num_cpus"], num_gpus=spec["num_gpus"])
+                                        num_cpus=spec["num_cpus"], num_gpus=spec["num_gpus"],
+                                        **ft)
             if spec["resources"]:
                 opts["resources"] = spec["resources"]
             self.islands.append(actor.options(**opts).remote(
-                spec["index"], spec, eval_kwargs, cfg.seed, cfg.device))
+                spec["index"], spec, eval_kwargs, cfg.seed, cfg.device, checkpoint=ckpt))
 
     def wait_ready(self, timeout: float = 300) -> list[dict[str, Any]]:
         """Block until every island is constructed; StartError with the island's own
@@ -288,8 +313,10 @@ class Archipelago:
         # overlap the first generations, when there is nothing to test yet, instead of
         # slowing the islands' start.
         if self.tester is None:
-            self.tester = _tester_class().options(name=TESTER_NAME,
-                                                  namespace=self.cfg.namespace).remote()
+            # Stateless: after a restart, Ray may simply re-run its calls.
+            self.tester = _tester_class().options(
+                name=TESTER_NAME, namespace=self.cfg.namespace,
+                max_restarts=self.cfg.max_restarts, max_task_retries=-1).remote()
         return infos
 
     def shutdown(self) -> None:
@@ -315,6 +342,45 @@ class Archipelago:
                 time.sleep(0.05)
         self.islands, self.coordinator, self.tester = [], None, None
 
+    def _coordinator_final(self, in_flight: dict[Any, tuple[int, Any]],
+                           unsent: list[tuple[int, Any]], timeout: float = 120.0):
+        """Hall of fame and stats from the coordinator after it has taken every report
+        (those in flight, and those it lost while restarting), waiting for it to come back
+        if it is restarting."""
+        deadline = time.monotonic() + timeout
+        unsent = list(unsent)
+        # Reports sent while it was restarting are taken once it is back; lost ones resent.
+        for reply, (i, r) in in_flight.items():
+            try:
+                ray.get(reply, timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                unsent.append((i, r))
+            except (ray.exceptions.RayError, TimeoutError):
+                pass
+        while True:
+            try:
+                for i, r in unsent:
+                    ray.get(self.coordinator.report.remote(i, r))
+                unsent = []
+                return (ray.get(self.coordinator.hall_of_fame.remote()),
+                        ray.get(self.coordinator.stats.remote()))
+            except ray.exceptions.RayActorError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def final_checkpoint(self, islands: list[Any], timeout: float = 120.0) -> None:
+        """Checkpoint the given islands and the coordinator; a call that fails or takes
+        longer than ``timeout`` leaves that actor's previous checkpoint in place."""
+        refs = [h.checkpoint.remote() for h in islands]
+        refs.append(self.coordinator.checkpoint.remote())
+        deadline = time.monotonic() + timeout
+        for r in refs:
+            try:
+                ray.get(r, timeout=max(0.1, deadline - time.monotonic()))
+            except (ray.exceptions.RayError, TimeoutError) as e:
+                log.warning("final checkpoint incomplete: %s", _root_message(e))
+
     # ---- testing a genome ------------------------------------------------------------
     def _submit_test(self, cand: Candidate, seed_offset: int, screen: bool = True):
         """Test ``cand`` on fresh episodes; with ``screen`` a short screen first rejects
@@ -333,15 +399,26 @@ class Archipelago:
         cfg = self.cfg
         n = len(self.islands)
         target = cfg.target
-        t0 = time.monotonic()
+        # A resumed run's clock and metrics go on from where it stopped.
+        t0 = time.monotonic() - max((r["wall_s"] for r in self.prior_rows), default=0.0)
+        t_start = time.monotonic()
         k = cfg.gens_per_call
         waiting: list[dict[str, Any]] = [{"immigrants": [], "obs_stats": None}
                                          for _ in range(n)]
         pending: dict[Any, int] = {}  # island call in flight -> island
-        coord: dict[Any, int] = {}  # coordinator reply in flight -> island
-        rows: list[dict[str, Any]] = []
+        coord: dict[Any, tuple[int, Any]] = {}  # coordinator reply -> (island, result ref)
+        # Reports the coordinator lost while it was down (it restarts from its checkpoint):
+        # resent, with the best result seen so far, so no emigrant and no best is lost.
+        coord_retry: list[tuple[int, Any]] = []
+        coord_retry_at = 0.0
+        best_seen: tuple[float, int, Any] | None = None  # (fitness, island, result ref)
+        rows: list[dict[str, Any]] = list(self.prior_rows)
         alive = [True] * n
         hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
+        hof.update(ray.get(self.coordinator.hof_summary.remote()))  # a resumed one, if any
+        sent: list[tuple] = [((), None)] * n  # each island's call in flight: args
+        retry_at: dict[int, float] = {}  # island -> when to resubmit its lost call
+        failures = [0] * n  # consecutive lost calls per island
         best_cand: Candidate | None = None  # best untested candidate above the target
         test_ref, test_cand = None, None
         tests: list[dict[str, Any]] = []  # every test, for the summary
@@ -350,11 +427,13 @@ class Archipelago:
         stop_reason = ""
         status = {"hof": hof, "elapsed": 0.0, "tests": tests, "target": target, "rows": rows}
 
-        def submit(i: int) -> None:
+        def submit(i: int, args: tuple | None = None) -> None:
             w = waiting[i]
-            ref = self.islands[i].evolve.remote(k, w["immigrants"] or None, w["obs_stats"])
-            waiting[i] = {"immigrants": [], "obs_stats": None}
-            pending[ref] = i
+            if args is None:
+                args = (k, w["immigrants"] or None, w["obs_stats"])
+                waiting[i] = {"immigrants": [], "obs_stats": None}
+            sent[i] = args
+            pending[self.islands[i].evolve.remote(*args)] = i
 
         def record_test(cand: Candidate, res: dict[str, Any], final: bool = False) -> bool:
             """Log a finished test; True when it passes the target."""
@@ -373,14 +452,24 @@ class Archipelago:
             submit(i)
         try:
             while True:
-                elapsed = time.monotonic() - t0
+                elapsed = time.monotonic() - t_start
+                if self.stop_signal is not None:
+                    stop_reason = "interrupted"
+                    break
+                if coord_retry and time.monotonic() >= coord_retry_at:
+                    for ci, cref in coord_retry:
+                        coord[self.coordinator.report.remote(ci, cref)] = (ci, cref)
+                    coord_retry = []
+                for i in [i for i, t in retry_at.items() if time.monotonic() >= t]:
+                    del retry_at[i]
+                    submit(i, sent[i])  # the same migrants again: none are lost
                 if cfg.time_budget is not None and elapsed >= cfg.time_budget:
                     stop_reason = "time budget"
                     break
                 if passed is not None:
                     stop_reason = "target"
                     break
-                if not pending:
+                if not pending and not retry_at:
                     stop_reason = "generations" if any(alive) else "all islands failed"
                     if test_ref is None:
                         break
@@ -389,6 +478,9 @@ class Archipelago:
                 refs = list(coord) + list(pending) + ([test_ref] if test_ref else [])
                 timeout = 1.0 if cfg.time_budget is None else max(
                     0.0, min(1.0, cfg.time_budget - elapsed))
+                if not refs:  # only lost calls waiting to be resubmitted
+                    time.sleep(min(timeout, 0.2))
+                    continue
                 ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
                 if not ready:
                     continue
@@ -397,16 +489,35 @@ class Archipelago:
                     i = pending.pop(ref)
                     try:
                         result = ray.get(ref)
+                    except ray.exceptions.RayActorError as e:
+                        # The island's process died: Ray restarts it (max_restarts) from its
+                        # checkpoint; resubmit its call until it answers again.
+                        failures[i] += 1
+                        self.restarts[i] += 1
+                        died = isinstance(e, ray.exceptions.ActorDiedError)
+                        if cfg.max_restarts == 0 or failures[i] > (5 if died else 60):
+                            alive[i] = False
+                            log.error("island %d died and is dropped from the run: %s", i,
+                                      _root_message(e))
+                        else:
+                            log.warning("island %d is unavailable (%s); resubmitting its call",
+                                        i, type(e).__name__)
+                            retry_at[i] = time.monotonic() + min(0.5 * failures[i], 2.0)
+                        continue
                     except ray.exceptions.RayError as e:
                         alive[i] = False
                         log.error("island %d failed and is dropped from the run: %s", i,
                                   _root_message(e))
                         continue
+                    failures[i] = 0
                     rep = dict(result["report"])
                     rep["wall_s"] = time.monotonic() - t0
                     rows.append(rep)
                     # The ref, not the value: the coordinator reads it from the object store.
-                    coord[self.coordinator.report.remote(i, ref)] = i
+                    coord[self.coordinator.report.remote(i, ref)] = (i, ref)
+                    fin = [float(x) for x in result["emigrants"]["fitness"] if np.isfinite(x)]
+                    if fin and (best_seen is None or max(fin) > best_seen[0]):
+                        best_seen = (max(fin), i, ref)
                     if cfg.generations is None or rep["generation"] < cfg.generations:
                         submit(i)
                     emi = result["emigrants"]
@@ -420,9 +531,23 @@ class Archipelago:
                     if on_report is not None:
                         on_report(rep, status)
                 elif ref in coord:
-                    i = coord.pop(ref)
+                    i, rref = coord.pop(ref)
                     try:
                         reply = ray.get(ref)
+                    except ray.exceptions.RayActorError as e:
+                        if cfg.max_restarts == 0:
+                            log.error("coordinator report for island %d failed: %s", i,
+                                      _root_message(e))
+                            continue
+                        if not coord_retry:
+                            log.warning("the coordinator is unavailable (%s); buffering "
+                                        "reports for it", type(e).__name__)
+                        coord_retry.append((i, rref))
+                        if best_seen is not None and all(r is not best_seen[2]
+                                                         for _, r in coord_retry):
+                            coord_retry.append((best_seen[1], best_seen[2]))
+                        coord_retry_at = time.monotonic() + 0.5
+                        continue
                     except ray.exceptions.RayError as e:
                         log.error("coordinator report for island %d failed: %s", i,
                                   _root_message(e))
@@ -430,7 +555,8 @@ class Archipelago:
                     waiting[i]["immigrants"].extend(reply["immigrants"])
                     if reply["obs_stats"] is not None:
                         waiting[i]["obs_stats"] = reply["obs_stats"]
-                    hof.update(reply["hof"])
+                    if reply["hof"]["fitness"] >= hof["fitness"]:  # (monotone: see above)
+                        hof.update(reply["hof"])
                 else:  # the test of a candidate finished
                     res, test_ref = ray.get(test_ref), None
                     if record_test(test_cand, res):
@@ -442,12 +568,14 @@ class Archipelago:
             stop_reason = "interrupted"
         wall_s = time.monotonic() - t0
 
-        # Wrap up: the islands' calls in flight are not needed; the hall of fame is.
+        # Wrap up: a final checkpoint of everything (an island writes its own after its
+        # call in flight), then the islands are not needed; the hall of fame is.
+        hof_full, cstats = self._coordinator_final(coord, coord_retry)
+        self.final_checkpoint([h for h, a in zip(self.islands, alive, strict=True) if a])
         for h in self.islands:
             ray.kill(h, no_restart=True)
-        hof_full = ray.get(self.coordinator.hall_of_fame.remote())
-        cstats = ray.get(self.coordinator.stats.remote())
-        if test_ref is not None and passed is None:
+        interrupted = stop_reason == "interrupted"
+        if test_ref is not None and passed is None and not interrupted:
             try:
                 res = ray.get(test_ref, timeout=600)
                 if record_test(test_cand, res):
@@ -464,7 +592,9 @@ class Archipelago:
                 hc = Candidate(np.array(hof_full["params"]), float(hof_full["fitness"]),
                                int(hof_full["island"]), int(hof_full["generation"]),
                                hof_full["obs_stats"])
-                if not any(np.array_equal(c.params, hc.params) for c, _ in full):
+                # (Not when interrupted: the user wants out now; a resume tests it later.)
+                if not interrupted and not any(np.array_equal(c.params, hc.params)
+                                               for c, _ in full):
                     res = ray.get(self._submit_test(hc, len(tests), screen=False))
                     record_test(hc, res, final=True)
                     full.append((hc, res))
@@ -474,4 +604,5 @@ class Archipelago:
             rows=rows, stop_reason=stop_reason, wall_s=wall_s, best=best, test=test,
             solved=solved, hof={k: hof_full[k] for k in ("fitness", "island", "generation")},
             coordinator_stats=cstats, tests=tests, islands=self.infos,
+            restarts=list(self.restarts),
         )

@@ -22,6 +22,7 @@ reuse a training episode seed.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -60,6 +61,8 @@ class IslandCore:
         num_threads: int = 1,
         device: str = "cpu",
         evaluator=None,
+        checkpoint: dict[str, Any] | None = None,
+        reconstructed: bool = False,
     ) -> None:
         import envs
         from islands import strategies
@@ -93,6 +96,23 @@ class IslandCore:
         self._t0 = time.perf_counter()
         self._delta = None  # RunningMeanStd of observations since the last report
         self._last_fitness = np.zeros(0)
+        # Checkpoints: {"uri", "interval" (generations), "seconds", "load"}; see storage.py.
+        ck = dict(checkpoint or {})
+        self.ckpt_interval = int(ck.get("interval") or 0)
+        self.ckpt_seconds = float(ck.get("seconds") or 0.0)
+        self.storage = None
+        if ck.get("uri"):
+            from .storage import Storage
+
+            self.storage = Storage(ck["uri"])
+        self.reconstructed = bool(reconstructed)
+        self.restored_generation = None  # generation of the checkpoint loaded, if any
+        if self.storage is not None and (ck.get("load") or self.reconstructed):
+            self.restore()
+        self._ckpt_gen = int(self.strategy.generation)
+        self._ckpt_t = time.monotonic()
+        d = spec.get("debug_exit_after_gen")
+        self.debug_exit_after_gen = None if d is None else int(d)
 
     # ---- migration and statistics ----------------------------------------------------
     def accept(self, immigrants: list[dict[str, Any]] | None) -> int:
@@ -152,6 +172,13 @@ class IslandCore:
         elite_f = np.zeros(0)
         evals0, steps0 = self.evals, self.env_steps
         for _ in range(int(k)):
+            if (self.debug_exit_after_gen is not None and not self.reconstructed
+                    and self.strategy.generation >= self.debug_exit_after_gen):
+                # Debug option for the fault tests: the process dies mid-run, once (a
+                # restarted island has ``reconstructed`` set and carries on).
+                log.warning("island %d: debug exit at generation %d", self.index,
+                            self.strategy.generation)
+                os._exit(1)
             X = self.strategy.ask()
             res = self.evaluator.evaluate(X, seed=train_seed(self.run_seed, self.index,
                                                              self.strategy.generation))
@@ -195,6 +222,7 @@ class IslandCore:
         stats = self.evaluator.obs_stats
         # Observations behind this island's normalization (its own plus merged ones).
         report["obs_count"] = float(stats.count) if stats is not None else 0.0
+        self.maybe_checkpoint()
         return {
             "report": report,
             "emigrants": {"params": elite_x, "fitness": elite_f, "source": self.index,
@@ -206,8 +234,13 @@ class IslandCore:
     # ---- state (for checkpoints) -------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
         """Plain-data state: strategy state dict, observation statistics, counters."""
+        from .storage import CHECKPOINT_FORMAT
+
         stats = self.evaluator.obs_stats
         return {
+            "format": CHECKPOINT_FORMAT,
+            "kind": "island",
+            "dim": self.dim,
             "index": self.index,
             "strategy": self.strategy.state_dict(),
             "obs_stats": None if stats is None else stats.state_dict(),
@@ -220,6 +253,8 @@ class IslandCore:
     def set_state(self, state: dict[str, Any]) -> None:
         from policies.obsnorm import RunningMeanStd
 
+        if state.get("index", self.index) != self.index or "strategy" not in state:
+            raise ValueError(f"the state is not island {self.index}'s")
         self.strategy.load_state_dict(state["strategy"])
         if state.get("obs_stats") is not None:
             self.set_obs_stats(state["obs_stats"])
@@ -228,11 +263,51 @@ class IslandCore:
         for k, v in state["counters"].items():
             setattr(self, k, int(v))
 
+    def checkpoint(self) -> int:
+        """Write the state now; returns the generation written (-1: no storage)."""
+        if self.storage is None:
+            return -1
+        from .storage import island_file
+
+        self.storage.save(island_file(self.index), self.get_state())
+        self._ckpt_gen = int(self.strategy.generation)
+        self._ckpt_t = time.monotonic()
+        return self._ckpt_gen
+
+    def maybe_checkpoint(self) -> None:
+        if self.storage is None:
+            return
+        g = int(self.strategy.generation)
+        if ((self.ckpt_interval and g - self._ckpt_gen >= self.ckpt_interval)
+                or (self.ckpt_seconds and time.monotonic() - self._ckpt_t >= self.ckpt_seconds)):
+            self.checkpoint()
+
+    def restore(self) -> bool:
+        """Load this island's last checkpoint, if there is one (ValueError naming the file
+        when it is corrupt or belongs to another island / strategy / dimension)."""
+        from .storage import island_file
+
+        name = island_file(self.index)
+        state = self.storage.load(name)
+        if state is None:
+            return False
+        try:
+            self.set_state(state)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"checkpoint {self.storage.path(name)} does not fit island "
+                             f"{self.index}: {e}") from None
+        self.restored_generation = int(self.strategy.generation)
+        log.warning("island %d: restored from its checkpoint at generation %d", self.index,
+                    self.restored_generation)
+        return True
+
     def info(self) -> dict[str, Any]:
         return {"island": self.index, "strategy": self.strategy_name, "dim": self.dim,
                 "popsize": int(self.strategy.popsize), "device": self.device,
                 "num_threads": self.num_threads, "backend": self.evaluator.backend,
-                "policy_spec": self.evaluator.policy.spec()}
+                "policy_spec": self.evaluator.policy.spec(),
+                "generation": int(self.strategy.generation),
+                "restored_generation": self.restored_generation}
 
     def close(self) -> None:
         self.evaluator.close()
@@ -246,7 +321,8 @@ def _actor_class():
         """Ray wrapper around :class:`IslandCore` (named ``island-NN``)."""
 
         def __init__(self, index: int, spec: dict[str, Any], eval_kwargs: dict[str, Any],
-                     run_seed: int = 0, device: str = "auto") -> None:
+                     run_seed: int = 0, device: str = "auto",
+                     checkpoint: dict[str, Any] | None = None) -> None:
             import torch
 
             logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -260,17 +336,28 @@ def _actor_class():
                 if gpus and device == "cpu":
                     log.warning("island %d: Ray assigned GPU %s but torch sees no CUDA; "
                                 "using the CPU", index, gpus)
+            # A restart after a crash reloads the last checkpoint (see IslandCore).
+            rec = was_reconstructed()
             self.core = IslandCore(index, spec, eval_kwargs, run_seed=run_seed,
-                                   num_threads=threads, device=device)
+                                   num_threads=threads, device=device, checkpoint=checkpoint,
+                                   reconstructed=rec)
+            from .metrics import IslandMetrics
+
+            self.metrics = IslandMetrics(index, spec["strategy"], eval_kwargs.get("env_id", ""))
 
         def evolve(self, k=1, immigrants=None, obs_stats=None):
-            return self.core.evolve(k, immigrants, obs_stats)
+            out = self.core.evolve(k, immigrants, obs_stats)
+            self.metrics.record(out["report"], int(k))  # Ray metrics (islands.metrics)
+            return out
 
         def get_state(self):
             return self.core.get_state()
 
         def set_state(self, state):
             self.core.set_state(state)
+
+        def checkpoint(self):
+            return self.core.checkpoint()
 
         def info(self):
             d = self.core.info()
@@ -290,6 +377,17 @@ def island_actor_class():
     if _ACTOR is None:
         _ACTOR = _actor_class()
     return _ACTOR
+
+
+def was_reconstructed() -> bool:
+    """Inside an actor: True when Ray restarted it after a death (reload the checkpoint)."""
+    import warnings
+
+    import ray
+
+    with warnings.catch_warnings():  # Ray 2.60 warns about an internal deprecated call here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
 
 
 def island_name(index: int) -> str:

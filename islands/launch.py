@@ -56,31 +56,131 @@ def connect_ray(cfg: Config) -> bool:
     return True
 
 
+def check_resume(cfg: Config, plan: list[dict[str, Any]] | None = None) -> None:
+    """ConfigError (one line) unless the checkpoints of the run in ``cfg.out`` can be loaded
+    and belong to this config (island count, strategies)."""
+    from .driver import checkpoint_uri
+    from .storage import COORDINATOR_FILE, Storage, island_file
+
+    st = Storage(checkpoint_uri(cfg))
+    try:
+        coord = st.load(COORDINATOR_FILE)
+        isl = [st.load(island_file(i)) for i in range(cfg.islands)]
+    except ValueError as e:
+        raise ConfigError(f"--resume: {e}") from None
+    if coord is None and not any(isl):
+        raise ConfigError(f"--resume: no checkpoints in {st.uri}")
+    if coord is not None and (coord.get("kind") != "coordinator"
+                              or int(coord.get("n", -1)) != cfg.islands):
+        raise ConfigError(f"--resume: {st.path(COORDINATOR_FILE)} is for "
+                          f"{coord.get('n')} islands, the config has {cfg.islands}")
+    for i, s in enumerate(isl):
+        if s is None:
+            continue
+        name = (s.get("strategy") or {}).get("name") if isinstance(s.get("strategy"),
+                                                                   dict) else None
+        want = plan[i]["strategy"] if plan else None
+        if s.get("kind") != "island" or int(s.get("index", -1)) != i or (
+                want is not None and name != want):
+            raise ConfigError(f"--resume: {st.path(island_file(i))} does not match island "
+                              f"{i} of the config (strategy {name!r}, expected {want!r})")
+
+
+def prior_rows(out: str) -> list[dict[str, Any]]:
+    path = os.path.join(out, "metrics.parquet")
+    if not os.path.exists(path):
+        return []
+    import pandas as pd
+
+    return pd.read_parquet(path).to_dict("records")
+
+
+class _Signals:
+    """SIGINT / SIGTERM during a run: the first stops the driver loop (final checkpoint and
+    summary follow), a second one aborts at once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.arch = None
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum, frame) -> None:
+        first = self.received is None
+        self.received = signum
+        if first and self.arch is not None:
+            self.arch.stop_signal = signum
+            return
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _Signals:
+        self.active, self.received = True, None
+        self.install()
+        return self
+
+    def install(self) -> None:
+        """(Re)install the handlers: ray.init installs its own, so run() calls this again
+        once Ray is up."""
+        import signal
+        import threading
+
+        if getattr(self, "active", False) and (threading.current_thread()
+                                                is threading.main_thread()):
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                old = signal.signal(sig, self._handle)
+                self._old.setdefault(sig, old)
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for sig, h in self._old.items():
+            signal.signal(sig, h)
+        self._old, self.active = {}, False
+
+
+SIGNALS = _Signals()
+
+
 def run(cfg: Config, out: str | None = None, display: bool = True) -> dict[str, Any]:
     """Run a resolved config; returns the summary dict (also written to ``out``).
-    Raises ConfigError / driver.ResourceError / driver.StartError on bad input."""
+    Raises ConfigError / driver.ResourceError / driver.StartError on bad input.
+    ``cfg.resume`` set: continue the run in that directory from its checkpoints."""
     import ray
 
     from .display import Display
     from .driver import Archipelago, check_resources, cluster_nodes, plan_islands
+    from .placement import place_by_node_type
 
     t_start = time.monotonic()
-    out = out or cfg.out or default_out_dir(cfg.env)
-    try:
-        check_new(out)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    resume = cfg.resume is not None
+    out = cfg.resume if resume else (out or cfg.out or default_out_dir(cfg.env))
+    cfg = dataclasses.replace(cfg, out=out)
+    if resume:
+        check_resume(cfg)
+    else:
+        try:
+            check_new(out)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     started = connect_ray(cfg)
+    SIGNALS.install()
     arch = None
     try:
         nodes = cluster_nodes()
-        plan = plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes])
+        plan = place_by_node_type(plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes]),
+                                  nodes)
         check_resources(plan, nodes)
-        arch = Archipelago(cfg, plan)
+        if resume:
+            check_resume(cfg, plan)
+        arch = Archipelago(cfg, plan, resume=resume)
+        SIGNALS.arch = arch
         arch.start()
         infos = arch.wait_ready()
         startup_s = time.monotonic() - t_start
-        rd = RunDir.create(out)
+        if resume:
+            rd = RunDir(out)
+            arch.prior_rows = prior_rows(out)
+        else:
+            rd = RunDir.create(out)
         rd.write_config(cfg.to_yaml_dict())
         with Display(plan, cfg.env, quiet=cfg.quiet or not display,
                      log_interval=cfg.log_interval) as disp:
@@ -101,6 +201,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True) -> dict[str, 
         summary = write_outputs(rd, cfg, plan, infos, result, startup_s)
         return summary
     finally:
+        SIGNALS.arch = None
         if arch is not None:
             arch.shutdown()
         if started:
@@ -142,6 +243,7 @@ def write_outputs(rd: RunDir, cfg: Config, plan, infos, result, startup_s: float
         "cpus_per_island": [s["num_cpus"] for s in plan],
         "num_params": infos[0]["dim"] if infos else None,
         "backend": infos[0]["backend"] if infos else None,
+        "island_restarts": list(result.restarts),
     }
     rd.write_summary(summary)
     if best is not None:
@@ -161,15 +263,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = resolve(parse_args(argv))
         out = cfg.out or default_out_dir(cfg.env)
-        check_new(out)
+        if cfg.resume is None:
+            check_new(out)
     except (ConfigError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     try:
-        summary = run(dataclasses.replace(cfg, out=out))
+        with SIGNALS:
+            summary = run(dataclasses.replace(cfg, out=out))
     except (ConfigError, ResourceError, StartError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 128 + (SIGNALS.received or 2)
+    if SIGNALS.received is not None:  # stopped by SIGINT/SIGTERM: 130 / 143
+        print(json.dumps({"run_dir": out, "stop_reason": "interrupted",
+                          "best_fitness": summary["best_fitness"]}))
+        return 128 + SIGNALS.received
     keys = ("env", "solved", "best_fitness", "test_mean", "test_std", "test_episodes",
             "wall_s", "total_evals", "total_env_steps", "stop_reason")
     print(json.dumps({"run_dir": out, **{k: summary[k] for k in keys}}))

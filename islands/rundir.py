@@ -10,6 +10,8 @@ solution.npz       the best genome: params, policy spec, observation statistics,
                    (:mod:`islands.plainstate`, loads with ``allow_pickle=False``)
 solution.json      the same without the parameters, for people
 fitness.png        best-so-far fitness per island and overall vs wall-clock time
+checkpoints/       island-NN.npz and coordinator.npz (islands.storage; --checkpoint-uri moves
+                   them elsewhere); ``--resume DIR`` continues from them
 =================  ==========================================================================
 """
 

@@ -96,6 +96,12 @@ def test_evaluate_reports_json_and_renders_a_gif(cli_run, tmp_path):
         (["--policy", "cnn"], "--policy cnn needs image observations"),
         (["--topology", "star"], "--topology"),
         (["--hidden", "64,x"], "--hidden"),
+        (["--policy", "rnn"], "--policy: unknown value 'rnn'"),
+        (["--popsize", "0"], "--popsize must be positive"),
+        (["--popsize", "-3"], "--popsize must be positive"),
+        (["--max-restarts", "-2"], "--max-restarts"),
+        (["--debug-exit-island", "1"], "go together"),
+        (["--resume", "/nonexistent/run"], "is not a directory"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(args, expect, tmp_path, capsys):
@@ -119,3 +125,43 @@ def test_bad_yaml_exits_2_in_a_subprocess_without_traceback(tmp_path):
         assert proc.returncode == 2
         assert len(err.splitlines()) == 1 and expect in err and "Traceback" not in err, err
     assert not Path(tmp_path / "run").exists()
+
+
+def test_resume_of_a_non_run_or_a_corrupt_or_mismatched_checkpoint_exits_2(tmp_path, capsys):
+    from islands.storage import CHECKPOINT_FORMAT, Storage
+
+    def fails(run_dir, expect):
+        before = sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.rglob("*"))
+        code = launch.main(["--resume", str(run_dir)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1 and expect in err, err
+        # Nothing in the run directory was touched.
+        assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.rglob("*")) == before
+
+    not_a_run = tmp_path / "notes"
+    not_a_run.mkdir()
+    (not_a_run / "readme.txt").write_text("hello")
+    fails(not_a_run, "is not a run directory")
+
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    cfg = resolve(parse_args(["--islands", "2", "--popsize", "8"]))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_yaml_dict()))
+    fails(run_dir, "no checkpoints")
+    (run_dir / "checkpoints" / "island-00.npz").write_bytes(b"PK\x03\x04garbage")
+    fails(run_dir, "is corrupt")
+    (run_dir / "checkpoints" / "island-00.npz").unlink()
+    Storage(str(run_dir / "checkpoints")).save(
+        "coordinator.npz", {"format": CHECKPOINT_FORMAT, "kind": "coordinator", "n": 5})
+    fails(run_dir, "is for 5 islands, the config has 2")
+
+
+def test_more_resources_than_the_cluster_has_exits_2_naming_the_resource(tmp_path):
+    out = tmp_path / "run"
+    proc = run_module("islands.launch", "--islands", "2", "--popsize", "8",
+                      "--resources-per-island", "big_node=1", "--out", str(out))
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = err[-1]
+    assert "big_node" in last and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert not out.exists()

@@ -1,0 +1,140 @@
+"""``python -m islands.status``: the live island table of a running archipelago.
+
+For a run started elsewhere (``ray job submit ... python -m islands.launch``): connects to
+the cluster (``--address``, else ``RAY_ADDRESS``, else the running local cluster), finds the
+named actor ``coordinator`` in the run's namespace and prints the latest report of each
+island, the hall of fame and the migration counters. ``--watch S`` reprints every S seconds.
+Exit 2 with one line when there is no cluster or no run in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from typing import Any
+
+from .coordinator import COORDINATOR_NAME
+
+PROG = "islands.status"
+
+
+class StatusError(RuntimeError):
+    """No cluster or no coordinator; one-line message."""
+
+
+def _num(v: Any, fmt: str = ".1f") -> str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return "-"
+    return format(f, fmt) if math.isfinite(f) else "-"
+
+
+COLUMNS = ("island", "strategy", "gen", "evals", "env steps", "best", "last max", "last mean",
+           "evals/s", "immigr.")
+
+
+def format_status(st: dict[str, Any]) -> str:
+    """The table printed by the CLI, from ``coordinator.status()``."""
+    rows = []
+    for r in st.get("islands", []):
+        rows.append((f"{int(r['island']):02d}", str(r.get("strategy", "")),
+                     str(r.get("generation", "-")), str(r.get("evals", "-")),
+                     str(r.get("env_steps", "-")), _num(r.get("best_so_far")),
+                     _num(r.get("fitness_max")), _num(r.get("fitness_mean")),
+                     _num(r.get("evals_per_s"), ".0f"), str(r.get("immigrants", "-"))))
+    widths = [max([len(c)] + [len(row[j]) for row in rows]) for j, c in enumerate(COLUMNS)]
+    lines = []
+    env = st.get("env") or "?"
+    lines.append(f"env {env}: {len(rows)} island(s) reporting")
+    lines.append("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    for row in rows:
+        lines.append("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+    hof = st.get("hof") or {}
+    if hof.get("island") is not None:
+        lines.append(f"hall of fame: {_num(hof.get('fitness'), '.2f')} from island "
+                     f"{int(hof['island']):02d} at generation {hof.get('generation')}")
+    else:
+        lines.append("hall of fame: empty")
+    stats = st.get("stats") or {}
+    if stats:
+        lines.append(f"migration: {stats.get('reports', 0)} reports, {stats.get('rounds', 0)} "
+                     f"emigration rounds, {sum(stats.get('sent', []))} genomes sent")
+    return "\n".join(lines)
+
+
+def _gcs_reachable(address: str, timeout: float = 3.0) -> bool:
+    """False when ``host:port`` refuses a TCP connection: ray.init would wait minutes for
+    a GCS there. Other address forms (auto, ray://, http://) are left to ray.init."""
+    import socket
+
+    if address == "auto" or "://" in address or ":" not in address:
+        return True
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> dict[str, Any]:
+    """Connect (if not connected) and return ``coordinator.status()``; StatusError if there
+    is no cluster or no run."""
+    import ray
+
+    if not ray.is_initialized():
+        import logging
+
+        if address and not _gcs_reachable(address):
+            raise StatusError(f"no Ray cluster at {address!r}: nothing listens there")
+        try:
+            # address None: RAY_ADDRESS, then the running local cluster; never starts one.
+            ray.init(address=address or "auto", namespace=namespace, log_to_driver=False,
+                     logging_level=logging.ERROR)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            msg = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+            raise StatusError(f"no Ray cluster at {address or 'auto'!r}: "
+                              f"{msg[0] if msg else type(e).__name__}") from None
+    try:
+        coord = ray.get_actor(COORDINATOR_NAME, namespace=namespace)
+    except ValueError:
+        raise StatusError(f"no running archipelago: no actor {COORDINATOR_NAME!r} in Ray "
+                          f"namespace {namespace!r} (wrong --namespace?)") from None
+    try:
+        return ray.get(coord.status.remote(), timeout=timeout)
+    except ray.exceptions.RayError as e:
+        line = str(e).strip().splitlines()
+        raise StatusError(f"the coordinator did not answer: "
+                          f"{line[-1] if line else type(e).__name__}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    p.add_argument("--address", default=None,
+                   help="Ray cluster (default: RAY_ADDRESS, else the running local one)")
+    p.add_argument("--namespace", default="islands", help="the run's Ray namespace")
+    p.add_argument("--watch", type=float, default=None, metavar="S",
+                   help="reprint every S seconds until interrupted")
+    p.add_argument("--json", action="store_true", help="print the raw status as JSON")
+    args = p.parse_args(argv)
+    try:
+        while True:
+            st = fetch_status(args.address, args.namespace)
+            print(json.dumps(st, default=float) if args.json else format_status(st),
+                  flush=True)
+            if args.watch is None:
+                return 0
+            time.sleep(args.watch)
+    except StatusError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Dying islands: a crashed or killed island actor is restarted by Ray, reloads its last
+checkpoint, the driver resubmits its lost call, and the run finishes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import ray
+from conftest import ROOT, subprocess_env
+from test_archipelago import cfg_of
+
+from islands.driver import Archipelago, plan_islands
+
+
+def test_dying_islands_restart_from_their_checkpoints(ray_session, tmp_path):
+    # Island 1 exits its own process at generation 5 (debug hook); island 2 is killed from
+    # outside (ray.kill with restart) when it reports generation 3.
+    cfg = cfg_of(islands=3, generations=10, namespace="t-faults", out=str(tmp_path / "run"),
+                 checkpoint_interval=2, checkpoint_seconds=0, debug_exit_island=1,
+                 debug_exit_after_gen=5, strategy="cmaes,openai-es,ga")
+    plan = plan_islands(cfg, [2.0])
+    arch = Archipelago(cfg, plan)
+    hof_seen: list[float] = []
+    killed = []
+
+    def on_report(rep, status):
+        hof_seen.append(status["hof"]["fitness"])
+        if rep["island"] == 2 and rep["generation"] >= 3 and not killed:
+            killed.append(rep["generation"])
+            ray.kill(arch.islands[2], no_restart=False)
+
+    try:
+        arch.start()
+        arch.wait_ready()
+        result = arch.run(on_report=on_report)
+    finally:
+        arch.shutdown()
+    assert result.stop_reason == "generations"
+    assert result.restarts[0] == 0 and result.restarts[1] >= 1 and result.restarts[2] >= 1
+    for i in range(3):
+        gens = [r["generation"] for r in result.rows if r["island"] == i]
+        assert gens[-1] == 10, (i, gens)
+    # Island 1 died before generation 6: it goes on from its checkpoint at 4, not from 0.
+    g1 = [r["generation"] for r in result.rows if r["island"] == 1]
+    assert g1[:5] == [1, 2, 3, 4, 5] and g1[5] == 5 and g1 == sorted(g1)
+    g2 = [r["generation"] for r in result.rows if r["island"] == 2]
+    k = g2.index(killed[0])
+    assert min(g2[k + 1:]) >= 3  # resumed from a checkpoint at >= 2, so reports go on at 3+
+    assert len(hof_seen) == len(result.rows)
+    h = np.array(hof_seen)
+    h = h[np.isfinite(h)]  # (-inf until the coordinator's first reply)
+    assert len(h) and np.all(np.diff(h) >= 0)  # the global best never decreases
+    assert result.hof["fitness"] == max(hof_seen)
+
+
+def test_a_dying_coordinator_restarts_and_no_emigrant_or_best_is_lost(ray_session, tmp_path):
+    cfg = cfg_of(islands=2, generations=14, namespace="t-coord", out=str(tmp_path / "run"),
+                 checkpoint_interval=4, checkpoint_seconds=0, migration_interval=1,
+                 strategy="cmaes,ga")
+    arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
+    hof_seen: list[float] = []
+    killed: list[int] = []
+
+    def on_report(rep, status):
+        hof_seen.append(status["hof"]["fitness"])
+        if len(status["rows"]) >= 8 and not killed:
+            killed.append(len(status["rows"]))
+            ray.kill(arch.coordinator, no_restart=False)
+
+    try:
+        arch.start()
+        arch.wait_ready()
+        result = arch.run(on_report=on_report)
+    finally:
+        arch.shutdown()
+    assert killed and result.stop_reason == "generations"
+    for i in range(2):  # the islands kept evolving to the end
+        assert max(r["generation"] for r in result.rows if r["island"] == i) == 14
+    # Every report reached the coordinator, before or after its restart, except at most
+    # those it had taken since its last checkpoint (every 4 generations x 2 islands).
+    assert result.coordinator_stats["reports"] >= len(result.rows) - 8
+    h = np.array(hof_seen)
+    h = h[np.isfinite(h)]
+    assert np.all(np.diff(h) >= 0)
+    # No best is lost: the hall of fame is the best genome any island ever reported.
+    assert result.hof["fitness"] == max(r["fitness_max"] for r in result.rows)
+
+
+# A 3-node cluster on this machine (in a subprocess, so that its Ray and the session's never
+# meet): the node that hosts island 0 is removed mid-run; Ray restarts the island on the
+# spare node, it reloads its checkpoint (the checkpoint directory is on this machine, i.e.
+# shared by the nodes), and the run finishes.
+NODE_DEATH = textwrap.dedent("""
+    import json, sys
+    import ray
+    from ray.cluster_utils import Cluster
+    from islands.config import from_dict, resolve
+    from islands.driver import Archipelago, plan_islands
+
+    out = sys.argv[1]
+    cluster = Cluster(initialize_head=True, head_node_args=dict(
+        num_cpus=0, object_store_memory=100 * 1024**2, _system_config={
+            "health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
+            "health_check_failure_threshold": 2}))
+    nodes = [cluster.add_node(num_cpus=1, object_store_memory=100 * 1024**2)
+             for _ in range(3)]
+    cluster.wait_for_nodes()
+    try:
+        ray.init(address=cluster.address, namespace="t-node", log_to_driver=False)
+        cfg = resolve(from_dict(dict(
+            env="CartPole-v1", islands=2, popsize=8, episodes=1, max_episode_steps=100,
+            target=None, test_episodes=5, generations=16, cpus_per_island=1,
+            checkpoint_interval=2, checkpoint_seconds=0, out=out,
+            # island 0 is slowed down so that it is still busy when its node goes
+            island_specs=[{"strategy": "cmaes", "slowdown_s": 0.3}, {"strategy": "ga"}])))
+        arch = Archipelago(cfg, plan_islands(cfg, [1.0, 1.0, 1.0]))
+        arch.start()
+        infos = arch.wait_ready()
+        victim = next(n for n in nodes if n.node_id == infos[0]["node"])
+        removed = []
+
+        def on_report(rep, status):
+            if rep["island"] == 0 and rep["generation"] >= 4 and not removed:
+                removed.append(rep["generation"])
+                cluster.remove_node(victim, allow_graceful=False)
+
+        res = arch.run(on_report=on_report)
+        arch.shutdown()
+        print("RESULT", json.dumps({"removed_at": removed[0], "restarts": res.restarts,
+                          "stop": res.stop_reason,
+                          "rows": [[r["island"], r["generation"]] for r in res.rows]}))
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+""")
+
+
+def test_a_dying_node_moves_its_island_to_another_node(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", NODE_DEATH, str(tmp_path / "run")],
+                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, (proc.stdout[-2000:], proc.stderr[-3000:])
+    res = json.loads(lines[-1][len("RESULT "):])
+    assert res["stop"] == "generations" and res["restarts"][0] >= 1, res
+    g0 = [g for i, g in res["rows"] if i == 0]
+    assert g0[-1] == 16
+    k = g0.index(res["removed_at"])
+    assert min(g0[k + 1:]) >= 3  # from its checkpoint (every 2 generations), not from 0

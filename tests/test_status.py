@@ -1,0 +1,62 @@
+"""islands.status against a real coordinator actor in the shared test Ray."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from islands.coordinator import coordinator_actor_class
+from islands.status import format_status, main
+
+
+def _result(i, gen, fit, strategy):
+    rep = {"island": i, "strategy": strategy, "generation": gen, "evals": 8 * gen,
+           "env_steps": 100 * gen, "fitness_max": fit, "fitness_mean": fit / 2,
+           "best_so_far": fit, "immigrants": gen // 2, "evals_per_s": 123.4}
+    return {"report": rep, "obs_delta": None, "obs_stats": None,
+            "emigrants": {"params": np.full((1, 3), float(i)), "fitness": np.array([fit]),
+                          "source": i, "generation": gen}}
+
+
+def test_status_table_from_a_coordinator(ray_session):
+    ray = ray_session
+    ns = "status-test"
+    topo = {"kind": "ring", "n": 2, "degree": 1, "edges": None, "seed": 0}
+    coord = coordinator_actor_class().options(name="coordinator", namespace=ns).remote(
+        2, topo, 1, 1, 5, False, env="CartPole-v1")
+    try:
+        ray.get(coord.report.remote(0, _result(0, 3, 20.0, "cmaes")))
+        ray.get(coord.report.remote(1, _result(1, 2, 35.5, "ga")))
+        ray.get(coord.report.remote(0, _result(0, 4, 25.0, "cmaes")))
+        st = ray.get(coord.status.remote())
+        assert [r["generation"] for r in st["islands"]] == [4, 2]  # latest report per island
+        assert st["hof"] == {"fitness": 35.5, "island": 1, "generation": 2}
+        lines = format_status(st).splitlines()
+        assert lines[0] == "env CartPole-v1: 2 island(s) reporting"
+        assert lines[2].split() == ["00", "cmaes", "4", "32", "400", "25.0", "25.0", "12.5",
+                                    "123", "2"]
+        assert lines[3].split()[:3] == ["01", "ga", "2"]
+        assert lines[4] == "hall of fame: 35.50 from island 01 at generation 2"
+        assert lines[5].startswith("migration: 3 reports")
+        assert main(["--namespace", ns]) == 0  # the CLI path, on the connected Ray
+    finally:
+        ray.kill(coord, no_restart=True)
+
+
+def test_status_without_a_run_exits_2(ray_session, capsys):
+    assert main(["--namespace", "no-run-here"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no actor 'coordinator' in Ray namespace 'no-run-here'" in err[0]
+
+
+def test_status_without_a_cluster_exits_2(capsys):
+    import subprocess
+    import sys
+
+    from conftest import ROOT, subprocess_env
+
+    proc = subprocess.run([sys.executable, "-m", "islands.status", "--address", "127.0.0.1:9"],
+                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("islands.status: error: no Ray cluster at '127.0.0.1:9': "
+                                   "nothing listens there")
