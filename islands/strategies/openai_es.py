@@ -74,6 +74,21 @@ def centered_ranks(f: np.ndarray) -> np.ndarray:
     return ranks / (len(f) - 1) - 0.5
 
 
+
+def es_settings(name: str, popsize, sigma, options: dict) -> tuple[int, float, dict]:
+    """Validated (popsize, sigma, hyperparameters) of an OpenAI-ES variant (shared by
+    ``openai-es`` and ``openai-es-nt`` so both read the same defaults the same way)."""
+    popsize = DEFAULT_POPSIZE if popsize is None else int(popsize)
+    if popsize % 2:
+        raise ValueError(f"{name} needs an even popsize (mirrored pairs), got {popsize}")
+    sigma = DEFAULT_SIGMA if sigma is None else float(sigma)
+    hp = {k: float(options.get(k, v)) for k, v in DEFAULTS.items()}
+    if not hp["lr"] > 0 or not hp["l2"] >= 0 or not hp["adam_eps"] > 0:
+        raise ValueError(f"{name} needs lr > 0, l2 >= 0, adam_eps > 0, got {hp}")
+    if not (0 <= hp["b1"] < 1 and 0 <= hp["b2"] < 1):
+        raise ValueError(f"{name} needs 0 <= b1, b2 < 1, got {hp}")
+    return popsize, sigma, hp
+
 class OpenAIES(Strategy):
     """Salimans et al. (2017) ES. Options: ``lr``, ``l2``, ``b1``, ``b2``, ``adam_eps``."""
 
@@ -82,16 +97,7 @@ class OpenAIES(Strategy):
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         super().__init__(dim, popsize, sigma, seed, x0)
         check_options(self.name, options, DEFAULTS)
-        self.popsize = DEFAULT_POPSIZE if popsize is None else int(popsize)
-        if self.popsize % 2:
-            raise ValueError(f"{self.name} needs an even popsize (mirrored pairs), "
-                             f"got {self.popsize}")
-        self.sigma = DEFAULT_SIGMA if sigma is None else float(sigma)
-        self.hp = {k: float(options.get(k, v)) for k, v in DEFAULTS.items()}
-        if not self.hp["lr"] > 0 or not self.hp["l2"] >= 0 or not self.hp["adam_eps"] > 0:
-            raise ValueError(f"{self.name} needs lr > 0, l2 >= 0, adam_eps > 0, got {self.hp}")
-        if not (0 <= self.hp["b1"] < 1 and 0 <= self.hp["b2"] < 1):
-            raise ValueError(f"{self.name} needs 0 <= b1, b2 < 1, got {self.hp}")
+        self.popsize, self.sigma, self.hp = es_settings(self.name, popsize, sigma, options)
         self.theta = check_x0(x0, self.dim)
         self._rng = np.random.default_rng(self.seed)
         self._reset_adam()

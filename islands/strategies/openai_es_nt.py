@@ -103,10 +103,9 @@ from islands.strategies.base import (
     set_rng_state,
 )
 from islands.strategies.openai_es import (
-    DEFAULT_POPSIZE,
-    DEFAULT_SIGMA,
     DEFAULTS,
     centered_ranks,
+    es_settings,
 )
 
 DEFAULT_TABLE_SIZE = 2**25
@@ -289,16 +288,7 @@ class OpenAIESNT(Strategy):
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         super().__init__(dim, popsize, sigma, seed, x0)
         check_options(self.name, options, {**DEFAULTS, **NT_DEFAULTS})
-        self.popsize = DEFAULT_POPSIZE if popsize is None else int(popsize)
-        if self.popsize % 2:
-            raise ValueError(f"{self.name} needs an even popsize (mirrored pairs), "
-                             f"got {self.popsize}")
-        self.sigma = DEFAULT_SIGMA if sigma is None else float(sigma)
-        self.hp = {k: float(options.get(k, v)) for k, v in DEFAULTS.items()}
-        if not self.hp["lr"] > 0 or not self.hp["l2"] >= 0 or not self.hp["adam_eps"] > 0:
-            raise ValueError(f"{self.name} needs lr > 0, l2 >= 0, adam_eps > 0, got {self.hp}")
-        if not (0 <= self.hp["b1"] < 1 and 0 <= self.hp["b2"] < 1):
-            raise ValueError(f"{self.name} needs 0 <= b1, b2 < 1, got {self.hp}")
+        self.popsize, self.sigma, self.hp = es_settings(self.name, popsize, sigma, options)
         opts = {k: options.get(k, v) for k, v in NT_DEFAULTS.items()}
         self.device = _device(opts["device"])
         self.noise_access = _access(opts["noise_access"], self.device)
