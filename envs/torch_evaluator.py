@@ -24,7 +24,6 @@ named by ``env_module``, which is imported before the env id is looked up.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from typing import Any
@@ -32,11 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
-import policies
 from policies.base import Policy
-from policies.obsnorm import RunningMeanStd
 
-from .base import EvalResult, Evaluator
+from .base import EvalResult
+from .common import PopulationEvaluator
 from .torch_cartpole import TorchCartPole
 from .torch_snake import TorchSnake
 
@@ -61,7 +59,7 @@ def _rows(mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return mask.view(-1, *([1] * (x.dim() - 1)))
 
 
-class TorchEvaluator(Evaluator):
+class TorchEvaluator(PopulationEvaluator):
     """Population evaluation on ``device`` with a torch-native env (see the module doc).
 
     ``compile`` (extra, keyword only): ``True``/``"default"``/``"reduce-overhead"``/
@@ -91,42 +89,21 @@ class TorchEvaluator(Evaluator):
         *,
         compile: bool | str = False,
     ) -> None:
-        if env_module:
-            importlib.import_module(env_module)
+        # Shared argument checks, env_module import and bookkeeping (envs/common.py).
+        super().__init__(env_id, policy, policy_options, episodes, max_episode_steps,
+                         num_threads, device, obs_norm, env_kwargs, env_module)
         if env_id not in TORCH_ENVS:
             raise ValueError(
                 f"no torch-native env {env_id!r}; torch-native ids: {', '.join(sorted(TORCH_ENVS))}"
             )
-        if int(episodes) < 1:
-            raise ValueError(f"episodes must be >= 1, got {episodes}")
-        if int(num_threads) < 1:
-            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
         if compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {COMPILE_MODES}, got {compile!r}")
-        self.env_id = env_id
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} requested but CUDA is not available")
-        self.episodes = int(episodes)
-        self.num_threads = int(num_threads)
         self.env = TORCH_ENVS[env_id](
             num_envs=1, device=self.device, max_episode_steps=max_episode_steps,
-            **(env_kwargs or {}),
+            **self.env_kwargs,
         )
         self.max_episode_steps = int(self.env.max_episode_steps)
-        self.obs_shape = tuple(self.env.obs_shape)
-        if isinstance(policy, Policy):
-            if policy.obs_shape != self.obs_shape or policy.action != self.env.action:
-                raise ValueError(
-                    f"policy built for obs {policy.obs_shape} / {policy.action} but {env_id} "
-                    f"has obs {self.obs_shape} / {self.env.action}"
-                )
-            self.policy = policy
-        else:
-            self.policy = policies.make(policy, self.obs_shape, self.env.action,
-                                        **(policy_options or {}))
-        self.obs_norm = bool(obs_norm)
-        self.obs_stats = RunningMeanStd(self.obs_shape) if obs_norm else None
+        self._init_policy(tuple(self.env.obs_shape), self.env.action)
         self.compile = compile
         self._step_fn = self._step
         if compile:
@@ -136,22 +113,6 @@ class TorchEvaluator(Evaluator):
             cfg = torch._dynamo.config
             cfg.recompile_limit = max(int(cfg.recompile_limit), 64)
             self._step_fn = torch.compile(self._step, mode=mode, dynamic=False)
-
-    @property
-    def num_params(self) -> int:
-        return self.policy.num_params
-
-    def set_obs_stats(self, state_dict: dict[str, Any] | None) -> None:
-        """Use these statistics for normalization from the next ``evaluate`` on (``None``
-        is accepted, and ignored, when obs_norm is off)."""
-        if not self.obs_norm:
-            if state_dict is not None:
-                raise ValueError(f"{self.env_id}: set_obs_stats needs obs_norm=True")
-            return
-        stats = RunningMeanStd.from_state_dict(state_dict)
-        if stats.shape != self.obs_shape:
-            raise ValueError(f"obs stats have shape {stats.shape}, env gives {self.obs_shape}")
-        self.obs_stats = stats
 
     def initial_states(self, seed: int) -> tuple[torch.Tensor, ...]:
         """The E episode starts of ``evaluate(..., seed)`` (state tuple with batch E)."""
