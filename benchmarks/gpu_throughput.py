@@ -7,8 +7,9 @@ Rows:
   around a balancing controller (so most episodes run the full 500 steps); steps/s = live
   env steps / wall of whole ``evaluate`` calls (host transfers and result assembly included);
 * ``snake``: the same for torch-native Snake-v0 with a random MLP population;
-* ``pong``: EnvPool Pong on the CPU with the CNN policy on CUDA, only when envpool, CUDA and
-  the ``cnn`` policy kind are all there (imported lazily; skipped with the reason otherwise;
+* ``pong``: EnvPool Pong (CPU threads) through ``EnvPoolEvaluator`` with the CNN policy on
+  ``--device`` (pinned host buffers and non-blocking copies on CUDA; ``--pong-dtype`` for
+  bf16/fp16), when envpool is installed (imported lazily; skipped with the reason otherwise;
   ``--skip-pong`` to leave it out).
 
 Baseline, measured in the same run: the same env stepped with random actions and no policy
@@ -128,50 +129,41 @@ def bench_snake(n, args, device) -> dict:
 
 
 def bench_pong(args, device) -> dict | str:
-    """EnvPool Pong (CPU threads) + CNN policy on CUDA; returns a skip reason if impossible."""
-    if device.type != "cuda":
-        return "pong: needs --device cuda (the CNN-on-GPU path)"
+    """EnvPool Pong (CPU threads) through ``EnvPoolEvaluator`` with the CNN policy on
+    ``device`` -- the path an island on a GPU node runs: observations land in pinned host
+    memory and go to the GPU with non-blocking copies. Every episode is cut at
+    ``--pong-steps`` (a random Pong game lasts far longer), so each call steps exactly
+    ``N * pong_steps`` live frames. Returns a skip reason where that is impossible."""
     try:
         import envpool  # lazy: the GPU machine may have only torch
     except ImportError as e:
         return f"pong: envpool is not installed ({e})"
-    import policies
+    from envs.envpool_evaluator import EnvPoolEvaluator
 
-    if "cnn" not in policies.POLICIES:
-        return "pong: no 'cnn' policy kind registered in policies.POLICIES"
-    from policies.base import ActionSpec
-
-    N = args.pong_envs
+    N = args.pong_envs if args.pong_envs else (1024 if device.type == "cuda" else 32)
     P, E = _split(N, args.episodes)
     N = P * E
+    ev = EnvPoolEvaluator("Pong-v5", policy="cnn", policy_options={"dtype": args.pong_dtype},
+                          episodes=E, max_episode_steps=args.pong_steps,
+                          num_threads=args.threads, device=device, max_envs=N)
+    g = torch.Generator(device=device).manual_seed(3)
+    params = 0.05 * torch.randn(P, ev.num_params, generator=g, device=device)
+    row = {"bench": "pong", "N": N, "P": P, "E": E,
+           **policy_run(ev, params, args.repeats)}
+    row["pinned_obs"] = device.type == "cuda"
+    ev.close()
+
     env = envpool.make("Pong-v5", env_type="gymnasium", num_envs=N, batch_size=N, seed=0,
                        num_threads=args.threads)
     n_act = int(env.action_space.n)
-    policy = policies.make("cnn", tuple(env.observation_space.shape), ActionSpec(True, n_act))
-    g = torch.Generator(device=device).manual_seed(3)
-    params = 0.05 * torch.randn(P, policy.num_params, generator=g, device=device)
     rng = np.random.default_rng(0)
-
-    def loop(with_policy: bool, steps: int) -> float:
-        obs, _ = env.reset()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            if with_policy:
-                x = torch.from_numpy(obs).to(device, non_blocking=True)
-                a, _ = policy.act(params, x.view(P, E, *x.shape[1:]))
-                actions = a.reshape(N).cpu().numpy()
-            else:
-                actions = rng.integers(0, n_act, N)
-            obs, *_ = env.step(actions)
-        return N * steps / (time.perf_counter() - t0)
-
-    loop(True, 2)
-    sps = loop(True, args.pong_steps)
-    rnd = loop(False, args.pong_steps)
+    env.reset()
+    t0 = time.perf_counter()
+    for _ in range(args.pong_steps):
+        env.step(rng.integers(0, n_act, N).astype(np.int32))
+    row["random_steps_per_s"] = N * args.pong_steps / (time.perf_counter() - t0)
     env.close()
-    return {"bench": "pong", "N": N, "P": P, "E": E, "steps_per_s": sps, "frames_per_s": sps,
-            "live_fraction": 1.0, "mean_return": float("nan"), "wall_s": N * args.pong_steps / sps,
-            "random_steps_per_s": rnd}
+    return row
 
 
 def main(argv=None) -> dict:
@@ -192,8 +184,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--compile", default="none",
                     choices=["none", "default", "reduce-overhead", "max-autotune"])
     ap.add_argument("--skip-pong", action="store_true", help="skip EnvPool Pong + CUDA CNN")
-    ap.add_argument("--pong-envs", type=int, default=1024)
-    ap.add_argument("--pong-steps", type=int, default=200)
+    ap.add_argument("--pong-envs", type=int, default=0,
+                    help="Pong envs (default 1024 on CUDA, 32 on CPU)")
+    ap.add_argument("--pong-steps", type=int, default=200, help="Pong episode cut (steps)")
+    ap.add_argument("--pong-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                    help="CNN compute dtype for Pong")
     args = ap.parse_args(argv)
 
     device = torch.device(args.device)

@@ -241,7 +241,7 @@ class EnvPoolEvaluator(PopulationEvaluator):
         extra = {"num_envs": run.S, "lanes": run.m, "rounds": run.rounds,
                  "resets": run.n_resets, "burned_resets": burned,
                  "pools_built": self.pools_built, "low_level_io": self._io.fast,
-                 "fast_actor": run.actor is not None}
+                 "fast_actor": run.actor is not None, "pinned_obs": run.pinned}
         return self._result(run.returns, run.lengths, run.broken, run.steps, run.steps, t0,
                             run.moments, extra)
 
@@ -293,10 +293,23 @@ class _Rollout:
         self.length = np.zeros(self.S, dtype=np.int64)
         self.new_ep = np.zeros(self.S, dtype=bool)
         self.obs_shape = ev.obs_shape
-        self.obs_buf = np.zeros((self.S, *ev.obs_shape), dtype=ev._obs_dtype)
+        self.on_cpu = self.dev.type == "cpu"
+        # For CUDA inference the observation buffer lives in pinned (page-locked) host memory:
+        # only from there does ``.to(cuda, non_blocking=True)`` copy by DMA without a staging
+        # copy, and without blocking this thread. Reusing it next round is safe because each
+        # round ends with the actions' device->host copy, which waits for the stream (and so
+        # for the observation copy queued before the forward pass).
+        self.pinned = self.dev.type == "cuda"
+        if self.pinned:
+            t_dtype = torch.from_numpy(np.empty(0, dtype=ev._obs_dtype)).dtype
+            host = torch.zeros((self.S, *ev.obs_shape), dtype=t_dtype, pin_memory=True)
+            self.obs_buf = host.numpy()
+            # gathered rows (some individuals done) are staged here, pinned too
+            self.stage = torch.empty((P, m, *ev.obs_shape), dtype=t_dtype, pin_memory=True)
+        else:
+            self.obs_buf = np.zeros((self.S, *ev.obs_shape), dtype=ev._obs_dtype)
         self.obs_np_grid = self.obs_buf.reshape(P, m, *ev.obs_shape)
         self.obs_grid = torch.from_numpy(self.obs_buf).view(P, m, *ev.obs_shape)
-        self.on_cpu = self.dev.type == "cpu"
         self.pstate = self.pol.initial_state(P, m, self.dev)
         # The policy's fast path for this call's parameters (None: ``act`` every round).
         self.actor = (self.pol.actor(params_t, self.mean, self.std)
@@ -484,7 +497,12 @@ class _Rollout:
                 p_t, o_t = self.params_t[first], self.obs_grid[first]
                 sub = tree_map(lambda x: x[first], self.pstate)
             else:
-                p_t, o_t = plan.p_rows, torch.from_numpy(self.obs_np_grid[first])
+                p_t = plan.p_rows
+                if self.pinned:
+                    o_t = torch.index_select(self.obs_grid, 0, torch.from_numpy(first),
+                                             out=self.stage[:len(first)])
+                else:
+                    o_t = torch.from_numpy(self.obs_np_grid[first])
                 sub = gather_state(self.pstate, plan.ri_dev)
             if not self.on_cpu:
                 o_t = o_t.to(self.dev, non_blocking=True)

@@ -467,5 +467,8 @@ def test_cuda_inference_matches_cpu(backend):
     for device in ("cpu", "cuda"):
         with make_evaluator("CartPole-v1", backend=backend, episodes=2, device=device,
                             **extra) as ev:
-            out.append(ev.evaluate(population(ev, 3, 15), seed=1).lengths)
+            res = ev.evaluate(population(ev, 3, 15), seed=1)
+            out.append(res.lengths)
+            if backend == "envpool":  # CUDA reads observations from pinned host memory
+                assert res.extra["pinned_obs"] is (device == "cuda")
     np.testing.assert_array_equal(out[0], out[1])
