@@ -63,6 +63,13 @@ class Evaluator(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release environments and threads."""
 
+    def restart_episodes(self) -> None:  # noqa: B027 - optional hook
+        """Make the next ``evaluate``'s episodes depend on its ``seed`` alone, as in a fresh
+        evaluator. A no-op where that always holds (Gymnasium, torch-native); EnvPool draws
+        episode starts from generators that carry over between calls and rebuilds its pool.
+        Islands call it at each checkpoint, so a run resumed from one sees the same
+        episodes as the run that went on."""
+
     def __enter__(self):
         return self
 

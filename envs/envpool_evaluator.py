@@ -214,6 +214,11 @@ class EnvPoolEvaluator(PopulationEvaluator):
     def close(self) -> None:
         self._close_pool()
 
+    def restart_episodes(self) -> None:
+        # the next call rebuilds the pool, seeding its lanes from that call's seed (a pool
+        # build is milliseconds for Box2D / classic control, seconds for Atari)
+        self._dirty = True
+
     # -- evaluation ---------------------------------------------------------------------
 
     @torch.inference_mode()

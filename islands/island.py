@@ -270,6 +270,10 @@ class IslandCore:
         from .storage import island_file
 
         self.storage.save(island_file(self.index), self.get_state())
+        # A resumed island builds its evaluator afresh; this one restarts its episode
+        # streams here too, so both see the same episodes from this generation on (EnvPool
+        # episodes otherwise depend on every call since the pool was built).
+        self.evaluator.restart_episodes()
         self._ckpt_gen = int(self.strategy.generation)
         self._ckpt_t = time.monotonic()
         return self._ckpt_gen
