@@ -72,6 +72,8 @@ class IslandCore:
         self.run_seed = int(run_seed)
         self.strategy_name = spec["strategy"]
         self.n_emigrants = max(1, int(spec.get("emigrants", 1)))
+        t = spec.get("candidate_threshold")
+        self.candidate_threshold = None if t is None else float(t)
         self.slowdown_s = float(spec.get("slowdown_s", 0.0) or 0.0)
         kw = dict(eval_kwargs)
         kw["episodes"] = int(spec.get("episodes") or kw.get("episodes") or 1)
@@ -163,7 +165,7 @@ class IslandCore:
         immigrants: list[dict[str, Any]] | None = None,
         obs_stats: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Run ``k`` generations; returns ``{"report", "emigrants", "obs_delta",
+        """Run ``k`` generations; returns ``{"report", "emigrants", "center", "obs_delta",
         "obs_stats"}`` (see the module docstring)."""
         t_call = time.perf_counter()
         self.set_obs_stats(obs_stats)
@@ -223,8 +225,15 @@ class IslandCore:
         # Observations behind this island's normalization (its own plus merged ones).
         report["obs_count"] = float(stats.count) if stats is not None else 0.0
         self.maybe_checkpoint()
+        # The search center goes along only once the best sample reaches the threshold (it
+        # is then a candidate for testing; a large network's center is megabytes).
+        center = None
+        if (self.candidate_threshold is not None and elite_f.size
+                and elite_f.max() >= self.candidate_threshold):
+            center = self.strategy.center
         return {
             "report": report,
+            "center": center,
             "emigrants": {"params": elite_x, "fitness": elite_f, "source": self.index,
                           "generation": report["generation"]},
             "obs_delta": self.take_obs_delta(),

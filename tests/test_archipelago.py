@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 import numpy as np
@@ -148,6 +149,20 @@ def test_island_rejects_wrong_dimension_immigrants_and_carries_on(caplog):
         core.close()
 
 
+def test_island_returns_its_center_once_a_sample_reaches_the_candidate_threshold():
+    cfg = cfg_of(islands=1, strategy="cmaes")
+    core = _core(cfg)
+    try:
+        core.candidate_threshold = math.inf  # no sample reaches it
+        assert core.evolve(1)["center"] is None
+        core.candidate_threshold = -math.inf  # every sample does
+        out = core.evolve(1)
+        np.testing.assert_array_equal(out["center"], core.strategy.center)
+        assert out["center"].shape == (core.dim,)
+    finally:
+        core.close()
+
+
 def test_island_state_round_trip_continues_identically():
     # Gymnasium backend: its episodes depend on the call's seed only (EnvPool's also on the
     # pool's generator history, which is not part of the island state).
@@ -173,6 +188,9 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert summary["solved"], summary
     assert summary["test_mean"] >= 475 and summary["test_episodes"] == 100
     assert summary["stop_reason"] == "target"
+    # candidates alternate, an island's search center first (driver.Candidate)
+    assert summary["tests"][0]["kind"] == "center"
+    assert {t["kind"] for t in summary["tests"]} <= {"center", "sample"}
     for f in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "fitness.png"):
         assert (tmp_path / "run" / f).exists(), f
 
