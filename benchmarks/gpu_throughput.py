@@ -150,7 +150,6 @@ def bench_pong(args, device) -> dict | str:
     params = 0.05 * torch.randn(P, ev.num_params, generator=g, device=device)
     row = {"bench": "pong", "N": N, "P": P, "E": E,
            **policy_run(ev, params, args.repeats)}
-    row["pinned_obs"] = device.type == "cuda"
     ev.close()
 
     env = envpool.make("Pong-v5", env_type="gymnasium", num_envs=N, batch_size=N, seed=0,
