@@ -67,8 +67,8 @@ class Evaluator(ABC):
         """Make the next ``evaluate``'s episodes depend on its ``seed`` alone, as in a fresh
         evaluator. A no-op where that always holds (Gymnasium, torch-native); EnvPool draws
         episode starts from generators that carry over between calls and rebuilds its pool.
-        Islands call it at each checkpoint, so a run resumed from one sees the same
-        episodes as the run that went on."""
+        Islands call it at each checkpoint due by generation count, so a run resumed from
+        one sees the same episodes as the run that went on."""
 
     def __enter__(self):
         return self

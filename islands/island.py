@@ -272,17 +272,17 @@ class IslandCore:
         for k, v in state["counters"].items():
             setattr(self, k, int(v))
 
-    def checkpoint(self) -> int:
-        """Write the state now; returns the generation written (-1: no storage)."""
+    def checkpoint(self, restart_episodes: bool = False) -> int:
+        """Write the state now; returns the generation written (-1: no storage). With
+        ``restart_episodes`` the evaluator's episode streams restart here (see
+        ``maybe_checkpoint``)."""
         if self.storage is None:
             return -1
         from .storage import island_file
 
         self.storage.save(island_file(self.index), self.get_state())
-        # A resumed island builds its evaluator afresh; this one restarts its episode
-        # streams here too, so both see the same episodes from this generation on (EnvPool
-        # episodes otherwise depend on every call since the pool was built).
-        self.evaluator.restart_episodes()
+        if restart_episodes:
+            self.evaluator.restart_episodes()
         self._ckpt_gen = int(self.strategy.generation)
         self._ckpt_t = time.monotonic()
         return self._ckpt_gen
@@ -291,9 +291,15 @@ class IslandCore:
         if self.storage is None:
             return
         g = int(self.strategy.generation)
-        if ((self.ckpt_interval and g - self._ckpt_gen >= self.ckpt_interval)
-                or (self.ckpt_seconds and time.monotonic() - self._ckpt_t >= self.ckpt_seconds)):
-            self.checkpoint()
+        by_generation = bool(self.ckpt_interval and g - self._ckpt_gen >= self.ckpt_interval)
+        if by_generation or (self.ckpt_seconds
+                             and time.monotonic() - self._ckpt_t >= self.ckpt_seconds):
+            # A resumed island builds its evaluator afresh; at a checkpoint that falls on a
+            # generation this one restarts its episode streams too, so both see the same
+            # episodes from here on (EnvPool episodes otherwise depend on every call since
+            # the pool was built). Not at wall-clock checkpoints: resuming from those is not
+            # exact anyway, and an Atari pool takes seconds to rebuild.
+            self.checkpoint(restart_episodes=by_generation)
 
     def restore(self) -> bool:
         """Load this island's last checkpoint, if there is one (ValueError naming the file
