@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: the contract needs no policy code at run time
+    from policies import Policy, RunningMeanStd
 
 
 @dataclass
@@ -47,21 +51,60 @@ class EvalResult:
 
 
 class Evaluator(ABC):
-    """Turns ``params (P, D)`` into fitness. Subclasses own their environments."""
+    """Turns ``params (P, D)`` into fitness; subclasses own their environments.
 
-    backend: str = "base"
+    Everything an island uses is declared here. Every backend's constructor takes the same
+    keyword arguments (``envs.EvalSpec`` holds them, ``envs.make_evaluator`` picks the
+    class)::
+
+        Backend(env_id, policy="mlp", policy_options=None, episodes=1,
+                max_episode_steps=None, num_threads=1, device="cpu", obs_norm=False,
+                env_kwargs=None, env_module=None, **backend_specific)
+
+    env_id: a registered id, ``"package.module:ClassName"`` or ``"package.module:Id-v0"``.
+    policy: a kind of ``policies.POLICIES`` or a built :class:`policies.Policy`, with
+        ``policy_options`` (e.g. ``{"hidden": (32,)}``) for a kind.
+    episodes: episodes per individual per ``evaluate``; fitness is their mean return.
+    max_episode_steps: truncation (None: the env's own limit).
+    num_threads: the cores the evaluator may keep busy (EnvPool's env threads; torch's for
+        the torch backend on CPU; Gymnasium steps its envs in the calling thread).
+    device: where the policy runs (``"cpu"``, ``"cuda"``).
+    obs_norm: normalize observations with running statistics (:attr:`obs_stats`).
+    env_kwargs: passed to the env's constructor.
+    env_module: a module imported first, so the ids it registers resolve in any process.
+
+    Example::
+
+        >>> from envs import make_evaluator
+        >>> with make_evaluator("CartPole-v1", episodes=2) as ev:
+        ...     res = ev.evaluate(np.zeros((3, ev.num_params)), seed=0)
+        >>> res.fitness.shape
+        (3,)
+    """
+
+    backend: str  # the backend's name, one of ``envs.BACKENDS`` other than "auto"
+    env_id: str  # as passed to the constructor
+    policy: Policy  # the batched policy the parameter vectors belong to
+    # Observation statistics used to normalize inside the forward pass (None without
+    # obs_norm): frozen during one ``evaluate``, merged with its observations afterwards.
+    obs_stats: RunningMeanStd | None
 
     @property
-    @abstractmethod
-    def num_params(self) -> int: ...
+    def num_params(self) -> int:
+        """Length D of one parameter vector (the policy's)."""
+        return self.policy.num_params
 
     @abstractmethod
     def evaluate(self, params, seed: int) -> EvalResult:
         """Run every row of ``params`` for ``episodes`` episodes with episode seeds from
         ``seed``; ``params`` is a float array ``(P, num_params)`` (numpy or torch)."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release environments and threads."""
+    @abstractmethod
+    def set_obs_stats(self, state_dict: dict[str, Any] | None) -> None:
+        """Replace :attr:`obs_stats` with ``RunningMeanStd.from_state_dict(state_dict)``
+        (e.g. the statistics merged over the islands). ValueError for a shape other than
+        the env's, or for statistics given to an evaluator without ``obs_norm`` (which
+        accepts None and does nothing)."""
 
     def restart_episodes(self) -> None:  # noqa: B027 - optional hook
         """Make the next ``evaluate``'s episodes depend on its ``seed`` alone, as in a fresh
@@ -69,6 +112,9 @@ class Evaluator(ABC):
         episode starts from generators that carry over between calls and rebuilds its pool.
         Islands call it at each checkpoint due by generation count, so a run resumed from
         one sees the same episodes as the run that went on."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release environments and threads."""
 
     def __enter__(self):
         return self

@@ -1,4 +1,4 @@
-"""What the EnvPool and Gymnasium evaluators share: arguments, the policy, parameter checks,
+"""What every backend's evaluator shares: arguments, the policy, parameter and seed checks,
 episode seeds, observation statistics and the EvalResult they build."""
 
 from __future__ import annotations
@@ -19,11 +19,16 @@ from .spaces import import_env_module, is_image
 log = logging.getLogger("envs")
 
 
+def check_seed(seed) -> None:
+    """One-line error for anything but a non-negative int (numpy ints included)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+
+
 def episode_seeds(seed: int, episodes: int) -> np.ndarray:
     """``episodes`` int32-range seeds drawn from ``seed`` (one per episode index; every
     individual meets the same ones: common random numbers)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_seed(seed)
     state = np.random.SeedSequence(int(seed)).generate_state(int(episodes), dtype=np.uint32)
     return (state & 0x7FFFFFFF).astype(np.int64)  # EnvPool seeds are int32
 
@@ -65,6 +70,14 @@ class ObsMoments:
         self.s1 = np.zeros(dim)
         self.s2 = np.zeros(dim)
 
+    @classmethod
+    def from_sums(cls, n: float, s1: np.ndarray, s2: np.ndarray, shift: np.ndarray
+                  ) -> ObsMoments:
+        """Moments accumulated elsewhere (e.g. on a device) around ``shift``."""
+        out = cls(len(shift), shift)
+        out.n, out.s1, out.s2 = float(n), np.asarray(s1, np.float64), np.asarray(s2, np.float64)
+        return out
+
     def add(self, x: np.ndarray) -> None:
         """Rows ``x (n, *obs_shape)``, all finite (callers drop broken rows)."""
         if len(x) == 0:
@@ -91,8 +104,6 @@ class PopulationEvaluator(Evaluator):
     Keyword arguments are the project's evaluator signature (docs/DEVELOPING.md) plus
     ``torch_threads``: when given, ``torch.set_num_threads(torch_threads)`` is called (a
     process-wide setting, so it is never changed unless asked)."""
-
-    backend = "base"
 
     def __init__(
         self,
@@ -158,10 +169,6 @@ class PopulationEvaluator(Evaluator):
         self.obs_stats = RunningMeanStd(self.obs_shape) if self.obs_norm else None
         self._obs_dim = int(np.prod(self.obs_shape))
 
-    @property
-    def num_params(self) -> int:
-        return self.policy.num_params
-
     def set_obs_stats(self, state_dict: dict[str, Any] | None) -> None:
         """Replace the normalization statistics (e.g. the island's merged ones)."""
         if not self.obs_norm:
@@ -175,8 +182,9 @@ class PopulationEvaluator(Evaluator):
 
     # -- per call -----------------------------------------------------------------------
 
-    def _params(self, params) -> tuple[torch.Tensor, np.ndarray]:
-        """``params`` as float32 ``(P, D)`` on the device, and which rows are finite."""
+    def _population(self, params) -> torch.Tensor:
+        """``params`` as a ``(P, D)`` tensor (one vector is a population of one), checked
+        against the policy, in its own dtype and on its own device."""
         p = torch.as_tensor(params)
         if p.dim() == 1:
             p = p.unsqueeze(0)
@@ -185,8 +193,18 @@ class PopulationEvaluator(Evaluator):
                 f"params must have shape (P, {self.num_params}) for policy "
                 f"{self.policy.kind!r} on {self.env_id}, got {tuple(p.shape)}"
             )
+        return p
+
+    def _on_device(self, p: torch.Tensor) -> torch.Tensor:
+        """What the policy consumes: float32, contiguous, on the evaluator's device."""
+        return p.to(device=self.device, dtype=torch.float32).contiguous()
+
+    def _params(self, params) -> tuple[torch.Tensor, np.ndarray]:
+        """``params`` as float32 ``(P, D)`` on the device, and which rows are finite (as
+        given, before the cast)."""
+        p = self._population(params)
         finite = torch.isfinite(p).all(dim=1).cpu().numpy()
-        return p.to(device=self.device, dtype=torch.float32).contiguous(), finite
+        return self._on_device(p), finite
 
     def _norm_tensors(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Frozen normalization for this call (None while nothing has been seen)."""

@@ -65,99 +65,122 @@ class GymnasiumEvaluator(PopulationEvaluator):
     def evaluate(self, params, seed: int):
         t0 = time.perf_counter()
         params_t, finite = self._params(params)
-        P, E = params_t.shape[0], self.episodes
-        seeds = episode_seeds(seed, E)
-        returns = np.full((P, E), np.nan)
-        lengths = np.zeros((P, E), dtype=np.int64)
-        broken = ~finite
+        seeds = episode_seeds(seed, self.episodes)
         self._warn_bad_params(finite)
-        jobs = deque((p, e) for p in range(P) if finite[p] for e in range(E))
-        S = min(len(jobs), self.num_envs)
-        envs = self._slots(S)
-        pol, action, dev = self.policy, self.action_spec, self.device
-        mean, std = self._norm_tensors()
-        moments = self._moments()
-        check_obs = float_obs(self._obs_dtype)
+        run = _Rollout(self, params_t, finite, seeds)
+        run.run()
+        extra: dict[str, Any] = {"num_envs": run.S}
+        return self._result(run.returns, run.lengths, run.broken, run.steps, run.steps, t0,
+                            run.moments, extra)
 
-        obs_buf = np.zeros((max(S, 1), *self.obs_shape), dtype=self._obs_dtype)
-        slot_p = np.full(S, -1, dtype=np.int64)
-        slot_e = np.zeros(S, dtype=np.int64)
-        ret = np.zeros(S)
-        length = np.zeros(S, dtype=np.int64)
-        live = np.zeros(S, dtype=bool)
-        new_ep = np.zeros(S, dtype=bool)
-        pstate = pol.initial_state(S, 1, dev) if S else None
-        steps = 0
 
-        def record(s: int) -> None:
-            if length[s] > 0:  # an episode broken at reset keeps return NaN, length 0
-                returns[slot_p[s], slot_e[s]], lengths[slot_p[s], slot_e[s]] = ret[s], length[s]
-            live[s] = False
+class _Rollout:
+    """One ``evaluate`` call: the queue of ``(individual, episode)`` jobs, the env slots
+    (``slot_p``, ``slot_e``: the job each runs) and what the episodes earned."""
 
-        def mark_broken(s: int, what: str) -> None:
-            record(s)
-            broken[slot_p[s]] = True
-            self._warn_broken(int(slot_p[s]), int(slot_e[s]), what)
+    def __init__(self, ev: GymnasiumEvaluator, params_t: torch.Tensor, finite: np.ndarray,
+                 seeds: np.ndarray) -> None:
+        P, E = params_t.shape[0], ev.episodes
+        self.ev, self.params_t, self.seeds = ev, params_t, seeds
+        self.returns = np.full((P, E), np.nan)
+        self.lengths = np.zeros((P, E), dtype=np.int64)
+        self.broken = ~finite
+        self.jobs = deque((p, e) for p in range(P) if finite[p] for e in range(E))
+        self.S = S = min(len(self.jobs), ev.num_envs)
+        self.envs = ev._slots(S)
+        self.mean, self.std = ev._norm_tensors()
+        self.moments = ev._moments()
+        self.check_obs = float_obs(ev._obs_dtype)
+        self.obs_buf = np.zeros((max(S, 1), *ev.obs_shape), dtype=ev._obs_dtype)
+        self.slot_p = np.full(S, -1, dtype=np.int64)
+        self.slot_e = np.zeros(S, dtype=np.int64)
+        self.ret = np.zeros(S)
+        self.length = np.zeros(S, dtype=np.int64)
+        self.live = np.zeros(S, dtype=bool)
+        self.new_ep = np.zeros(S, dtype=bool)
+        self.pstate = ev.policy.initial_state(S, 1, ev.device) if S else None
+        self.steps = 0
 
-        def start(s: int) -> None:
-            """Put the next job of a still-sound individual into slot ``s``."""
-            while jobs:
-                p, e = jobs.popleft()
-                if broken[p]:
-                    continue
-                obs, _ = envs[s].reset(seed=int(seeds[e]))
-                slot_p[s], slot_e[s], ret[s], length[s] = p, e, 0.0, 0
-                live[s] = new_ep[s] = True
-                if check_obs and not np.isfinite(obs).all():
-                    mark_broken(s, "observation at reset")
-                    continue
-                obs_buf[s] = obs
-                return
-
-        for s in range(S):
-            start(s)
-        while live.any():
+    def run(self) -> None:
+        """Rounds until every job is done: one batched policy call, then one step per env."""
+        for s in range(self.S):
+            self.start(s)
+        while self.live.any():
             # Slots of an individual that broke elsewhere this round: their episodes end
             # here (counted as finished), the slots take other jobs.
-            for s in np.flatnonzero(live & broken[np.maximum(slot_p, 0)]):
-                record(s)
-                start(s)
-            idx = np.flatnonzero(live)
+            for s in np.flatnonzero(self.live & self.broken[np.maximum(self.slot_p, 0)]):
+                self.record(s)
+                self.start(s)
+            idx = np.flatnonzero(self.live)
             if len(idx) == 0:
                 break
-            if pstate is not None and new_ep.any():
-                done = torch.from_numpy(new_ep.reshape(S, 1)).to(dev)
-                pstate = pol.reset_state(pstate, done)
-            new_ep[:] = False
-            obs_live = obs_buf[idx]
-            if moments is not None:
-                moments.add(obs_live)
+            self.step(idx, self.actions(idx))
+
+    def record(self, s: int) -> None:
+        if self.length[s] > 0:  # an episode broken at reset keeps return NaN, length 0
+            p, e = self.slot_p[s], self.slot_e[s]
+            self.returns[p, e], self.lengths[p, e] = self.ret[s], self.length[s]
+        self.live[s] = False
+
+    def mark_broken(self, s: int, what: str) -> None:
+        self.record(s)
+        self.broken[self.slot_p[s]] = True
+        self.ev._warn_broken(int(self.slot_p[s]), int(self.slot_e[s]), what)
+
+    def start(self, s: int) -> None:
+        """Put the next job of a still-sound individual into slot ``s``."""
+        while self.jobs:
+            p, e = self.jobs.popleft()
+            if self.broken[p]:
+                continue
+            obs, _ = self.envs[s].reset(seed=int(self.seeds[e]))
+            self.slot_p[s], self.slot_e[s], self.ret[s], self.length[s] = p, e, 0.0, 0
+            self.live[s] = self.new_ep[s] = True
+            if self.check_obs and not np.isfinite(obs).all():
+                self.mark_broken(s, "observation at reset")
+                continue
+            self.obs_buf[s] = obs
+            return
+
+    def actions(self, idx: np.ndarray) -> np.ndarray:
+        """The actions of the live slots ``idx``: one ``policy.act`` with ``P = len(idx),
+        B = 1`` on the gathered parameter rows (and policy state rows)."""
+        pol, dev = self.ev.policy, self.ev.device
+        if self.pstate is not None and self.new_ep.any():
+            done = torch.from_numpy(self.new_ep.reshape(self.S, 1)).to(dev)
+            self.pstate = pol.reset_state(self.pstate, done)
+        self.new_ep[:] = False
+        obs_live = self.obs_buf[idx]
+        if self.moments is not None:
+            self.moments.add(obs_live)
+        p_rows = self.params_t.index_select(0, torch.from_numpy(self.slot_p[idx]).to(dev))
+        o = torch.from_numpy(obs_live).to(dev).unsqueeze(1)
+        if self.pstate is None or len(idx) == self.S:
+            acts, self.pstate = pol.act(p_rows, o, self.pstate, self.mean, self.std)
+        else:
             idx_t = torch.from_numpy(idx).to(dev)
-            p_rows = params_t.index_select(0, torch.from_numpy(slot_p[idx]).to(dev))
-            o = torch.from_numpy(obs_live).to(dev).unsqueeze(1)
-            if pstate is None or len(idx) == S:
-                acts, pstate_new = pol.act(p_rows, o, pstate, mean, std)
-                pstate = pstate_new
+            sub = gather_state(self.pstate, idx_t)
+            acts, sub = pol.act(p_rows, o, sub, self.mean, self.std)
+            scatter_state(self.pstate, idx_t, sub)
+        return acts.cpu().numpy()
+
+    def step(self, idx: np.ndarray, acts: np.ndarray) -> None:
+        """One env step per live slot; an ended or broken episode's slot starts the next
+        job at once (same round), so no env is stepped past the end of an episode."""
+        discrete = self.ev.action_spec.discrete
+        for k, s in enumerate(idx):
+            a = int(acts[k, 0]) if discrete else acts[k, 0]
+            obs, r, term, trunc, _ = self.envs[s].step(a)
+            self.ret[s] += r
+            self.length[s] += 1
+            self.steps += 1
+            if not math.isfinite(r):
+                self.mark_broken(s, "reward")
+            elif self.check_obs and not np.isfinite(obs).all():
+                self.mark_broken(s, "observation")
+            elif term or trunc:
+                self.record(s)
             else:
-                sub = gather_state(pstate, idx_t)
-                acts, sub = pol.act(p_rows, o, sub, mean, std)
-                scatter_state(pstate, idx_t, sub)
-            acts = acts.cpu().numpy()
-            for k, s in enumerate(idx):
-                a = int(acts[k, 0]) if action.discrete else acts[k, 0]
-                obs, r, term, trunc, _ = envs[s].step(a)
-                ret[s] += r
-                length[s] += 1
-                steps += 1
-                if not math.isfinite(r):
-                    mark_broken(s, "reward")
-                elif check_obs and not np.isfinite(obs).all():
-                    mark_broken(s, "observation")
-                elif term or trunc:
-                    record(s)
-                else:
-                    obs_buf[s] = obs
-                    continue
-                start(s)
-        extra: dict[str, Any] = {"num_envs": S}
-        return self._result(returns, lengths, broken, steps, steps, t0, moments, extra)
+                self.obs_buf[s] = obs
+                continue
+            self.start(s)

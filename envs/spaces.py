@@ -25,6 +25,9 @@ import numpy as np
 
 from policies.base import ActionSpec
 
+from .torch_registry import torch_envs
+
+# "auto" picks EnvPool when it has the id, else Gymnasium, else the torch-native backend
 BACKENDS = ("auto", "envpool", "gymnasium", "torch")
 
 
@@ -62,15 +65,6 @@ def gymnasium_ids() -> list[str]:
     import gymnasium
 
     return list(gymnasium.registry.keys())
-
-
-def torch_envs() -> dict[str, type]:
-    """Ids the torch-native backend simulates (empty if that backend is unavailable)."""
-    try:
-        from .torch_evaluator import TORCH_ENVS
-    except ImportError:
-        return {}
-    return TORCH_ENVS
 
 
 def _register_ale() -> None:

@@ -1,7 +1,7 @@
 """Evaluate a whole population on one device with torch-native environments.
 
 ``TorchEvaluator(env_id, ...)`` follows the :class:`envs.base.Evaluator` contract. Env ids
-(see :data:`TORCH_ENVS`):
+(see :data:`envs.torch_registry.TORCH_ENVS`):
 
 * ``"CartPole-v1"``: :class:`envs.torch_cartpole.TorchCartPole` (Gymnasium's dynamics);
 * ``"Snake-v0"``: :class:`envs.torch_snake.TorchSnake` (``env_kwargs``: ``size``,
@@ -24,34 +24,21 @@ named by ``env_module``, which is imported before the env id is looked up.
 
 from __future__ import annotations
 
-import logging
 import time
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import torch
 
-from policies.base import Policy
-
 from .base import EvalResult
-from .common import PopulationEvaluator
-from .torch_cartpole import TorchCartPole
-from .torch_snake import TorchSnake
+from .common import ObsMoments, PopulationEvaluator, check_seed, log
+from .torch_registry import TORCH_ENVS, register_torch_env
 
-log = logging.getLogger("envs")
+__all__ = ["TORCH_ENVS", "TorchEvaluator", "register_torch_env"]  # the registry re-exported
 
-TORCH_ENVS: dict[str, type] = {"CartPole-v1": TorchCartPole, "Snake-v0": TorchSnake}
 CHECK_EVERY = 16  # steps between host checks for "every episode has ended"
 COMPILE_MODES = (False, True, "default", "reduce-overhead", "max-autotune")
-
-
-def register_torch_env(env_id: str, cls: type) -> None:
-    """Make ``cls`` available as ``env_id``. The class takes ``(num_envs, device,
-    max_episode_steps, **env_kwargs)`` and provides ``obs_shape``, ``action`` (ActionSpec),
-    ``max_episode_steps``, ``initial_states(count, seed)``, ``observe(st)`` and
-    ``step_state(st, action) -> (st, reward, terminated, truncated)`` on tuples of tensors
-    whose first dimension is the batch (see TorchCartPole)."""
-    TORCH_ENVS[str(env_id)] = cls
 
 
 def _rows(mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -62,36 +49,22 @@ def _rows(mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 class TorchEvaluator(PopulationEvaluator):
     """Population evaluation on ``device`` with a torch-native env (see the module doc).
 
-    ``compile`` (extra, keyword only): ``True``/``"default"``/``"reduce-overhead"``/
-    ``"max-autotune"`` wraps one rollout step (policy forward + env step + bookkeeping) in
-    ``torch.compile`` with that mode, fusing the env's elementwise ops into a few kernels;
-    ``"reduce-overhead"`` also captures the step in a CUDA graph. Off by default: compiling
-    takes tens of seconds per population shape (and raises dynamo's recompile limit to 64,
-    since each instance and shape is a new specialization of the one step function).
-    Compiled float math may round differently from eager, so long CartPole trajectories can
-    differ slightly; Snake (integer arithmetic) is unaffected.
+    Takes the evaluator keywords of :class:`envs.base.Evaluator` and ``compile`` (keyword
+    only): ``True``/``"default"``/``"reduce-overhead"``/``"max-autotune"`` wraps one
+    rollout step (policy forward + env step + bookkeeping) in ``torch.compile`` with that
+    mode, fusing the env's elementwise ops into a few kernels; ``"reduce-overhead"`` also
+    captures the step in a CUDA graph. Off by default: compiling takes tens of seconds per
+    population shape (and raises dynamo's recompile limit to 64, since each instance and
+    shape is a new specialization of the one step function). Compiled float math may round
+    differently from eager, so long CartPole trajectories can differ slightly; Snake
+    (integer arithmetic) is unaffected.
     """
 
     backend = "torch"
 
-    def __init__(
-        self,
-        env_id: str,
-        policy: str | Policy = "mlp",
-        policy_options: dict[str, Any] | None = None,
-        episodes: int = 1,
-        max_episode_steps: int | None = None,
-        num_threads: int = 1,
-        device: str | torch.device = "cpu",
-        obs_norm: bool = False,
-        env_kwargs: dict[str, Any] | None = None,
-        env_module: str | None = None,
-        *,
-        compile: bool | str = False,
-    ) -> None:
-        # Shared argument checks, env_module import and bookkeeping (envs/common.py).
-        super().__init__(env_id, policy, policy_options, episodes, max_episode_steps,
-                         num_threads, device, obs_norm, env_kwargs, env_module)
+    def __init__(self, env_id: str, *args: Any, compile: bool | str = False,
+                 **kwargs: Any) -> None:
+        super().__init__(env_id, *args, **kwargs)
         if env_id not in TORCH_ENVS:
             raise ValueError(
                 f"no torch-native env {env_id!r}; torch-native ids: {', '.join(sorted(TORCH_ENVS))}"
@@ -99,7 +72,7 @@ class TorchEvaluator(PopulationEvaluator):
         if compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {COMPILE_MODES}, got {compile!r}")
         self.env = TORCH_ENVS[env_id](
-            num_envs=1, device=self.device, max_episode_steps=max_episode_steps,
+            num_envs=1, device=self.device, max_episode_steps=self.max_episode_steps,
             **self.env_kwargs,
         )
         self.max_episode_steps = int(self.env.max_episode_steps)
@@ -120,74 +93,50 @@ class TorchEvaluator(PopulationEvaluator):
 
     def evaluate(self, params, seed: int) -> EvalResult:
         t0 = time.perf_counter()
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-        params = torch.as_tensor(params)
-        if params.dim() == 1:
-            params = params.unsqueeze(0)
-        if params.dim() != 2 or params.shape[1] != self.num_params or params.shape[0] < 1:
-            raise ValueError(
-                f"params must have shape (P, {self.num_params}) for policy "
-                f"{self.policy.kind!r} on {self.env_id}, got {tuple(params.shape)}"
-            )
-        params = params.to(device=self.device, dtype=torch.float32).contiguous()
-        P, E = params.shape[0], self.episodes
-        old_threads = torch.get_num_threads()
-        if self.device.type == "cpu":
-            torch.set_num_threads(self.num_threads)
-        try:
-            with torch.no_grad():
-                out = self._rollout(params, P, E, seed)
-        finally:
-            if self.device.type == "cpu":
-                torch.set_num_threads(old_threads)
-        returns, lengths, bad, bad_params, steps_run, moments = out
-        fitness = returns.mean(axis=1)
-        broken = bad.any(axis=1) | bad_params
-        fitness[broken] = -np.inf
-        for p in np.flatnonzero(broken):
-            log.warning("%s (torch): individual %d has non-finite %s; fitness -inf", self.env_id,
-                        int(p), "parameters" if bad_params[p] else "observations or rewards")
-        res = EvalResult(
-            fitness=fitness,
-            returns=returns,
-            lengths=lengths,
-            env_steps=int(lengths.sum()),
-            frames=int(P * E * steps_run),
-            broken=broken,
-            extra={"device": str(self.device), "steps_run": steps_run},
-        )
-        if moments is not None:
-            res.obs_count, res.obs_mean, res.obs_m2 = moments
-            self.obs_stats.merge_moments(*moments)  # after the call: stats stayed frozen
-        res.wall_s = time.perf_counter() - t0
-        return res
+        check_seed(seed)
+        params = self._on_device(self._population(params))
+        with self._cpu_threads(), torch.no_grad():
+            returns, lengths, bad, finite, steps_run, moments = self._rollout(params, seed)
+        self._warn_bad_params(finite)
+        for p in np.flatnonzero(bad.any(axis=1)):
+            log.warning("%s (torch): individual %d has non-finite observations or rewards; "
+                        "fitness -inf", self.env_id, int(p))
+        P, E = returns.shape
+        extra = {"device": str(self.device), "steps_run": steps_run}
+        return self._result(returns, lengths, bad.any(axis=1) | ~finite, int(lengths.sum()),
+                            P * E * steps_run, t0, moments, extra)
 
-    def _rollout(self, params: torch.Tensor, P: int, E: int, seed: int):
+    @contextmanager
+    def _cpu_threads(self):
+        """``num_threads`` torch threads for the call on CPU, the caller's setting after."""
+        if self.device.type != "cpu":
+            yield
+            return
+        old_threads = torch.get_num_threads()
+        torch.set_num_threads(self.num_threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(old_threads)
+
+    def _rollout(self, params: torch.Tensor, seed: int):
+        """All ``N = P * E`` slots to the end of their episode. Returns host arrays:
+        returns, lengths and non-finite steps ``(P, E)``, finite parameter rows ``(P,)``,
+        the steps run and the observation moments (None without ``obs_norm``)."""
         env, dev = self.env, self.device
+        P, E = params.shape[0], self.episodes
         N = P * E
         st = tuple(x.repeat(P, *([1] * (x.dim() - 1))) for x in env.initial_states(E, seed))
         obs = env.observe(st)
-        # individuals with non-finite parameters do not play (as in the other evaluators)
+        # individuals with non-finite parameters do not play (as in the other evaluators;
+        # checked here after the float32 cast, on the device, so the host waits for nothing)
         finite_params = torch.isfinite(params).all(dim=1)
         alive = finite_params.repeat_interleave(E)
         ret = torch.zeros(N, dtype=torch.float32, device=dev)
         length = torch.zeros(N, dtype=torch.int32, device=dev)
         bad = torch.zeros(N, dtype=torch.bool, device=dev)
         pstate = self.policy.initial_state(P, E, dev)
-        norm = acc = shift = None
-        if self.obs_stats is not None:
-            # statistics are frozen for the whole call, and not applied before any exist
-            if self.obs_stats.count > 0:
-                mean = torch.as_tensor(self.obs_stats.mean, dtype=torch.float32, device=dev)
-                std = torch.as_tensor(self.obs_stats.std, dtype=torch.float32, device=dev)
-                norm = (mean, std)
-                shift = mean.to(torch.float64).reshape(-1)
-            else:
-                shift = torch.nan_to_num(obs.reshape(N, -1).to(torch.float64)).mean(0)
-            # sums around a shift (float64) so M2 = sum(d^2) - sum(d)^2 / n does not cancel
-            zeros = torch.zeros_like(shift)
-            acc = (torch.zeros((), dtype=torch.float64, device=dev), zeros, zeros.clone(), shift)
+        norm, acc = self._frozen_norm(obs)
         steps_run = 0
         for t in range(self.max_episode_steps):
             if self.compile == "reduce-overhead":
@@ -200,22 +149,26 @@ class TorchEvaluator(PopulationEvaluator):
             if steps_run % CHECK_EVERY == 0 and not bool(alive.any()):
                 break
         P_E = (P, E)
-        returns = ret.view(P_E).double().cpu().numpy()
-        lengths = length.view(P_E).cpu().numpy().astype(np.int64)
-        bad = bad.view(P_E).cpu().numpy()
-        bad_params = ~finite_params.cpu().numpy()
-        moments = None
-        if acc is not None:
-            n, s1, s2, shift = (a.cpu().numpy() for a in acc)
-            n = float(n)
-            if n > 0:
-                d = s1 / n
-                moments = (n, (shift + d).reshape(self.obs_shape),
-                           np.maximum(s2 - s1 * d, 0.0).reshape(self.obs_shape))
-            else:
-                moments = (0.0, np.zeros(self.obs_shape), np.zeros(self.obs_shape))
-        return returns, lengths, bad, bad_params, steps_run, moments
+        return (ret.view(P_E).double().cpu().numpy(),
+                length.view(P_E).cpu().numpy().astype(np.int64),
+                bad.view(P_E).cpu().numpy(), finite_params.cpu().numpy(), steps_run,
+                None if acc is None else ObsMoments.from_sums(*(a.cpu().numpy() for a in acc)))
 
+    def _frozen_norm(self, obs: torch.Tensor):
+        """The call's normalization ``(mean, std)`` (None before any statistics exist) and
+        the device accumulator ``(n, sum d, sum d^2, shift)`` of the observations' moments
+        (None without ``obs_norm``), with ``d = obs - shift`` in float64 so that ``M2 =
+        sum(d^2) - sum(d)^2 / n`` does not cancel."""
+        if self.obs_stats is None:
+            return None, None
+        mean, std = self._norm_tensors()
+        if mean is not None:
+            shift = mean.to(torch.float64).reshape(-1)
+        else:  # no statistics yet: the first observations' mean is close enough
+            shift = torch.nan_to_num(obs.reshape(len(obs), -1).to(torch.float64)).mean(0)
+        zeros = torch.zeros_like(shift)
+        n = torch.zeros((), dtype=torch.float64, device=self.device)
+        return (None if mean is None else (mean, std)), (n, zeros, zeros.clone(), shift)
     def _step(self, params, st, obs, alive, ret, length, bad, pstate, norm, acc):
         """One step of all N slots; pure function of tensors (torch.compile-able)."""
         P = params.shape[0]

@@ -72,6 +72,17 @@ class ActionSpec:
         )
 
 
+def dense_layout(sizes, offset: int = 0) -> tuple[list[tuple[int, int, int, int]], int]:
+    """Where fully connected layers ``sizes[0] -> sizes[1] -> ...`` sit in a parameter
+    vector, from ``offset``: per layer ``(w_off, b_off, fan_in, fan_out)`` (the weights
+    ``(fan_in, fan_out)`` row-major, then the biases), and the offset after the last."""
+    layers = []
+    for fi, fo in zip(sizes[:-1], sizes[1:], strict=True):
+        layers.append((offset, offset + fi * fo, fi, fo))
+        offset += fi * fo + fo
+    return layers, offset
+
+
 # Normalized observations are clipped to this many standard deviations (Salimans et al. 2017),
 # so one outlier observation cannot saturate every tanh unit.
 OBS_CLIP = 10.0

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .base import ActionSpec, Policy
+from .base import ActionSpec, Policy, dense_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -93,12 +93,8 @@ class CNNPolicy(Policy):
             off += out_ch * c * k * k + out_ch
             c = out_ch
         self.feature_shape = (c, h, w)
-        self._fcs: list[tuple[int, int, int, int]] = []  # (w_off, b_off, fan_in, fan_out)
-        sizes = (c * h * w, *hidden, action.size)
-        for fi, fo in zip(sizes[:-1], sizes[1:], strict=True):
-            self._fcs.append((off, off + fi * fo, fi, fo))
-            off += fi * fo + fo
-        self._num_params = off
+        # (w_off, b_off, fan_in, fan_out) per fully connected layer, after the convs
+        self._fcs, self._num_params = dense_layout((c * h * w, *hidden, action.size), off)
 
     @property
     def num_params(self) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import OBS_CLIP, ActionSpec, Policy, normalize_obs
+from .base import OBS_CLIP, ActionSpec, Policy, dense_layout, normalize_obs
 
 
 class MLPPolicy(Policy):
@@ -36,12 +36,8 @@ class MLPPolicy(Policy):
         super().__init__(obs_shape, action, hidden=list(hidden), **options)
         self.in_dim = int(np.prod(self.obs_shape))
         self.sizes = (self.in_dim, *hidden, action.size)
-        self._layers: list[tuple[int, int, int, int]] = []  # (w_off, b_off, fan_in, fan_out)
-        off = 0
-        for fi, fo in zip(self.sizes[:-1], self.sizes[1:], strict=True):
-            self._layers.append((off, off + fi * fo, fi, fo))
-            off += fi * fo + fo
-        self._num_params = off
+        # (w_off, b_off, fan_in, fan_out) per layer
+        self._layers, self._num_params = dense_layout(self.sizes)
 
     @property
     def num_params(self) -> int:

@@ -12,11 +12,11 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-import islands.strategies.openai_es_nt as nt
+import islands.strategies.noise_table as nt
 from envs.torch_evaluator import TorchEvaluator
 from islands import plainstate
 from islands.strategies import make
-from islands.strategies.openai_es_nt import NoiseTable, reconstruct
+from islands.strategies.noise_table import NoiseTable, reconstruct
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 ACCESS = ["loop", "gather"]

@@ -33,4 +33,4 @@ def make(name: str, dim: int, popsize=None, sigma=None, seed: int = 0, x0=None, 
     return cls(dim, popsize=popsize, sigma=sigma, seed=seed, x0=x0, **options)
 
 
-__all__ = ["STRATEGIES", "Strategy", "make", "CMAES", "SepCMAES", "OpenAIES", "GA"]
+__all__ = ["STRATEGIES", "Strategy", "make", "CMAES", "SepCMAES", "OpenAIES", "OpenAIESNT", "GA"]

@@ -7,22 +7,17 @@ and the same migrant rule (a migrant that beats the best-so-far re-centers the s
 resets Adam; an outstanding generation's gradient is then dropped). What changes is where the
 noise comes from and where the arithmetic runs.
 
-Noise table (as in OpenAI's evolution-strategies-starter, ``SharedNoiseTable``: seed 123,
-offsets drawn uniformly from ``[0, size - dim]``). One block of ``table_size`` standard
-normals is generated once, on the CPU, by ``torch.randn`` with a ``torch.Generator`` seeded
-with ``table_seed``, then moved to ``device``: the table is a function of ``(table_seed,
-table_size)`` alone, the same on every device, so it is never checkpointed or shipped (the
-state holds the seed, the size and a fingerprint checked on load, which catches a torch
-build whose CPU ``randn`` draws different numbers). Perturbation ``j`` of a generation is the
-window ``eps_j = table[off_j : off_j + dim]``; rows ``j`` and ``j + n/2`` of the population
-are ``theta + sigma eps_j`` and ``theta - sigma eps_j``. So any genome of this island is
-``(offset, sign)`` plus the center it was asked around (:meth:`OpenAIESNT.describe`,
+Noise (:mod:`islands.strategies.noise_table`, after OpenAI's evolution-strategies-starter):
+perturbation ``j`` of a generation is the window ``eps_j = table[off_j : off_j + dim]`` of a
+table of standard normals that is a function of ``(table_seed, table_size)`` alone, the same
+on every device (never checkpointed or shipped: the state holds the seed, the size and a
+fingerprint checked on load). Rows ``j`` and ``j + n/2`` of the population are ``theta +
+sigma eps_j`` and ``theta - sigma eps_j``. So any genome of this island is ``(offset, sign)``
+plus the center it was asked around (:meth:`OpenAIESNT.describe`,
 :meth:`OpenAIESNT.reconstruct`, :func:`reconstruct`), and an update is ``(offsets,
-weights)`` (:attr:`OpenAIESNT.last_weights`, :meth:`NoiseTable.weighted_sum`). Shifted
-windows of i.i.d. noise are uncorrelated (``E[eps_a . eps_b] = 0`` for ``a != b``), so
-overlapping windows are fine. Tables are shared between instances of one process with the
-same ``(table_seed, table_size, device, dtype)``; islands default to the same table seed,
-so a receiver can rebuild a sender's genome from its description.
+weights)`` (:attr:`OpenAIESNT.last_weights`, :meth:`NoiseTable.weighted_sum`). Islands
+default to the same table seed, so a receiver can rebuild a sender's genome from its
+description.
 
 Precision. ``theta``, Adam's ``m`` and ``v`` and the gradient are float64 on the device
 (dim-sized, cheap; the center, ``x0`` and migrants stay exact). The big tensors, the table
@@ -34,28 +29,10 @@ the arithmetic of :class:`~islands.strategies.openai_es.OpenAIES`: fed the same 
 first population is bit-identical and later centers agree to ~1e-15 relative (Adam's
 rounding differs); with float32, ~1e-7 (tests/test_noise_table.py).
 
-The update never materializes the ``(n, dim)`` noise matrix (256 x 1M float32 is 1 GB):
-``g = sum_j w_j table[off_j : off_j + dim]`` with ``w_j = (u_j+ - u_j-) / n``: partial sums
-over a few windows in the table dtype, added into a float64 ``g``. Two ways (option
-``noise_access``), chosen by device with ``"auto"``:
-
-* ``"loop"`` (auto on CPU): ``buf = w_j * window_j + ...`` in place over ``LOOP_CHUNK`` (16)
-  plain slices of the table, then ``g += buf``; the only temporaries are dim-sized. Measured
-  on CPU (2 shared cores, torch 2.13, 128 pairs, dim 1M): 25-35 ms, against 70-125 ms when
-  every window is added straight into the float64 ``g`` (CPU casts each float32 window to a
-  float64 temporary first). ``"gather"`` took 0.6-5 s there: CPU ``index_select`` from the
-  overlapping strided view below is an element-wise strided copy.
-* ``"gather"`` (auto on CUDA): windows gathered ``chunk`` rows at a time from the zero-copy
-  view ``as_strided(table, (size - dim + 1, dim), (1, 1))`` (row ``o`` is the window at
-  offset ``o``) with ``index_select``, then ``g += w_chunk @ E_chunk`` (``mv``). The chunk
-  holds at most ``GATHER_BYTES`` (64 MB: 16 rows at 1M float32), so memory stays bounded.
-  Two kernels per chunk instead of one per window: at 100K dims the loop is launch-bound (~128
-  launches of tiny kernels) while a single chunk is two; at 1M both move ~1.5 GB (the gather
-  reads and writes the chunk, ``mv`` reads it again), about half a millisecond at H100
-  bandwidth (an estimate: benchmarks/noise_table_update.py measures it on a GPU).
-  ``F.embedding_bag`` with ``per_sample_weights`` would be one kernel and read each window
-  once, but its CPU path copies the view to contiguous (tried: a 130 TB allocation) and its
-  CUDA path could not be checked here, so it is not used.
+The update ``g = sum_j w_j eps_j`` with ``w_j = (u_j+ - u_j-) / n`` never materializes the
+``(n, dim)`` noise matrix: :meth:`NoiseTable.weighted_sum` sums windows in place, by plain
+slices (``noise_access="loop"``, auto on CPU) or by chunked gathers and ``mv``
+(``"gather"``, auto on CUDA); its module says why and what each costs.
 
 The population itself (``ask_tensor``) is built the same way, gathered straight into the
 output and scaled and shifted in place, as the plain strategy does.
@@ -86,9 +63,6 @@ continuation after a load is bit-identical on the same device and ``noise_access
 
 from __future__ import annotations
 
-import hashlib
-import threading
-import weakref
 from typing import Any
 
 import numpy as np
@@ -102,14 +76,22 @@ from islands.strategies.base import (
     sanitize_fitness,
     set_rng_state,
 )
+from islands.strategies.noise_table import (
+    DEFAULT_TABLE_SEED,
+    DEFAULT_TABLE_SIZE,
+    NoiseTable,
+    reconstruct,
+    resolve_access,
+    resolve_device,
+)
 from islands.strategies.openai_es import (
     DEFAULTS,
     centered_ranks,
     es_settings,
 )
 
-DEFAULT_TABLE_SIZE = 2**25
-DEFAULT_TABLE_SEED = 123
+__all__ = ["NT_DEFAULTS", "OpenAIESNT", "reconstruct"]  # reconstruct: re-exported
+
 NT_DEFAULTS = {
     "device": "cpu",
     "table_size": DEFAULT_TABLE_SIZE,
@@ -117,167 +99,6 @@ NT_DEFAULTS = {
     "dtype": "float32",
     "noise_access": "auto",
 }
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
-NOISE_ACCESS = ("auto", "loop", "gather")
-GATHER_BYTES = 64 * 2**20  # largest chunk of gathered windows in the "gather" update
-LOOP_CHUNK = 16  # windows summed in the table dtype before joining the float64 gradient
-_FINGERPRINT_SAMPLES = 65536
-
-
-def _device(device) -> torch.device:
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', "
-                         f"got {device!r}") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} is not available (no CUDA here)")
-        if dev.index is None:  # one cache entry per physical device
-            dev = torch.device("cuda", torch.cuda.current_device())
-    return dev
-
-
-def _access(method: str, device: torch.device) -> str:
-    if method not in NOISE_ACCESS:
-        raise ValueError(f"noise_access must be one of {', '.join(NOISE_ACCESS)}, "
-                         f"got {method!r}")
-    if method == "auto":
-        return "gather" if device.type == "cuda" else "loop"
-    return method
-
-
-class NoiseTable:
-    """``size`` standard normals from ``torch.Generator().manual_seed(seed)`` (CPU), stored
-    on ``device`` in ``dtype``. Use :meth:`shared` to reuse one table per process."""
-
-    _cache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-    _lock = threading.Lock()
-
-    def __init__(self, seed: int, size: int, device="cpu", dtype: str = "float32") -> None:
-        self.seed, self.size = int(seed), int(size)
-        if self.size < 1:
-            raise ValueError(f"table_size must be positive, got {size}")
-        if not 0 <= self.seed < 2**63:
-            raise ValueError(f"table_seed must be in [0, 2**63), got {seed}")
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-        self.device, self.dtype_name, self.dtype = _device(device), dtype, DTYPES[dtype]
-        gen = torch.Generator().manual_seed(self.seed)
-        cpu = torch.randn(self.size, generator=gen, dtype=torch.float32)
-        self.fingerprint = fingerprint(cpu)
-        # float64 tables hold the same (float32) numbers, so both dtypes share one noise
-        self.data = cpu.to(device=self.device, dtype=self.dtype)
-
-    @classmethod
-    def shared(cls, seed: int, size: int, device="cpu", dtype: str = "float32") -> NoiseTable:
-        """The process-wide table for these arguments (kept while someone holds it)."""
-        key = (int(seed), int(size), str(_device(device)), dtype)
-        with cls._lock:
-            table = cls._cache.get(key)
-            if table is None:
-                table = cls(seed, size, device, dtype)
-                cls._cache[key] = table
-            return table
-
-    def num_offsets(self, dim: int) -> int:
-        """How many windows of length ``dim`` fit (offsets ``0 .. size - dim``)."""
-        return self.size - int(dim) + 1
-
-    def sample_offsets(self, rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
-        return rng.integers(0, self.num_offsets(dim), size=int(n), dtype=np.int64)
-
-    def check_offsets(self, offsets, dim: int) -> np.ndarray:
-        off = np.asarray(offsets).reshape(-1)
-        if off.size and (not np.issubdtype(off.dtype, np.integer)
-                         or off.min() < 0 or off.max() >= self.num_offsets(dim)):
-            raise ValueError(f"offsets must be integers in [0, {self.num_offsets(dim) - 1}] "
-                             f"for dim {dim} in a table of {self.size}")
-        return off.astype(np.int64)
-
-    def window(self, offset: int, dim: int) -> torch.Tensor:
-        """``eps = table[offset : offset + dim]`` (a view)."""
-        return self.data[int(offset) : int(offset) + int(dim)]
-
-    def windows(self, dim: int) -> torch.Tensor:
-        """Zero-copy ``(size - dim + 1, dim)`` view whose row ``o`` is :meth:`window` ``o``."""
-        return self.data.as_strided((self.num_offsets(dim), int(dim)), (1, 1))
-
-    def gather(self, offsets: np.ndarray, dim: int, out: torch.Tensor | None = None,
-               method: str = "auto") -> torch.Tensor:
-        """The windows at ``offsets`` as rows of ``out (k, dim)`` (allocated if None)."""
-        method = _access(method, self.device)
-        off = np.asarray(offsets, dtype=np.int64).reshape(-1)
-        if out is None:
-            out = torch.empty((len(off), int(dim)), dtype=self.dtype, device=self.device)
-        if method == "gather":
-            idx = torch.as_tensor(off, device=self.device)
-            torch.index_select(self.windows(dim), 0, idx, out=out)
-        else:
-            for j, o in enumerate(off.tolist()):
-                out[j].copy_(self.data[o : o + dim])
-        return out
-
-    def weighted_sum(self, offsets: np.ndarray, weights: np.ndarray, dim: int,
-                     method: str = "auto") -> torch.Tensor:
-        """``sum_j weights[j] * table[offsets[j] : offsets[j] + dim]`` as a float64 ``(dim,)``
-        tensor on the device, without forming the ``(k, dim)`` matrix (module docstring)."""
-        method = _access(method, self.device)
-        off = np.asarray(offsets, dtype=np.int64).reshape(-1)
-        w = np.asarray(weights, dtype=np.float64).reshape(-1)
-        g = torch.zeros(int(dim), dtype=torch.float64, device=self.device)
-        if method == "gather":
-            chunk = max(1, GATHER_BYTES // (int(dim) * self.data.element_size()))
-            wt = torch.as_tensor(w, dtype=self.dtype, device=self.device)
-            buf = torch.empty((min(chunk, len(off)), int(dim)), dtype=self.dtype,
-                              device=self.device)
-            for s in range(0, len(off), chunk):
-                E = self.gather(off[s : s + chunk], dim, out=buf[: len(off[s : s + chunk])],
-                                method="gather")
-                g.add_(torch.mv(E.t(), wt[s : s + chunk]))
-        else:
-            buf = torch.empty(int(dim), dtype=self.dtype, device=self.device)
-            for s in range(0, len(off), LOOP_CHUNK):
-                pairs = zip(off[s : s + LOOP_CHUNK].tolist(), w[s : s + LOOP_CHUNK].tolist(),
-                            strict=True)
-                for n, (o, wj) in enumerate(pairs):
-                    if n == 0:
-                        torch.mul(self.data[o : o + dim], wj, out=buf)
-                    else:
-                        buf.add_(self.data[o : o + dim], alpha=wj)
-                g.add_(buf)
-        return g
-
-    def perturb(self, center, offsets, signs, sigma: float, method: str = "auto"
-                ) -> torch.Tensor:
-        """Genomes ``c + sign * sigma * eps`` (``c`` = center rounded to the table dtype),
-        rows ``(k, dim)`` in the table dtype on the device, as the strategy builds them."""
-        c = torch.as_tensor(center, dtype=torch.float64, device=self.device).reshape(-1)
-        dim = c.numel()
-        off = self.check_offsets(offsets, dim)
-        sg = np.asarray(signs).reshape(-1)
-        if sg.shape != off.shape or not np.isin(sg, (-1, 1)).all():
-            raise ValueError(f"signs must be {len(off)} values of +1 or -1, got {sg!r}")
-        step = self.gather(off, dim, method=method).mul_(float(sigma))
-        c = c.to(self.dtype)
-        pos = torch.as_tensor(sg > 0, device=self.device)[:, None]
-        return torch.where(pos, step + c, c - step)  # same ops as OpenAIESNT.ask_tensor
-
-
-def fingerprint(table: torch.Tensor) -> str:
-    """A short hash of an evenly strided sample (plus the last entry) of a CPU table."""
-    n = table.numel()
-    sample = table[:: max(1, n // _FINGERPRINT_SAMPLES)][:_FINGERPRINT_SAMPLES]
-    data = sample.contiguous().numpy().tobytes() + table[-1:].numpy().tobytes()
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-def reconstruct(offsets, signs, center, sigma: float, table_seed: int = DEFAULT_TABLE_SEED,
-                table_size: int = DEFAULT_TABLE_SIZE, dtype: str = "float32") -> np.ndarray:
-    """Genomes ``(k, dim)`` float64 from ``(offset, sign)`` pairs, the center they were asked
-    around and sigma, for the table ``(table_seed, table_size)`` (built or reused on CPU)."""
-    table = NoiseTable.shared(table_seed, table_size, "cpu", dtype)
-    return table.perturb(center, offsets, signs, sigma, "loop").to(torch.float64).numpy()
 
 
 class OpenAIESNT(Strategy):
@@ -290,8 +111,8 @@ class OpenAIESNT(Strategy):
         check_options(self.name, options, {**DEFAULTS, **NT_DEFAULTS})
         self.popsize, self.sigma, self.hp = es_settings(self.name, popsize, sigma, options)
         opts = {k: options.get(k, v) for k, v in NT_DEFAULTS.items()}
-        self.device = _device(opts["device"])
-        self.noise_access = _access(opts["noise_access"], self.device)
+        self.device = resolve_device(opts["device"])
+        self.noise_access = resolve_access(opts["noise_access"], self.device)
         self.table = self._table(opts["table_seed"], opts["table_size"], opts["dtype"])
         self.theta = torch.as_tensor(check_x0(x0, self.dim), device=self.device)
         self._rng = np.random.default_rng(self.seed)

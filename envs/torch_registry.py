@@ -1,0 +1,26 @@
+"""The torch-native env registry: which env ids the ``"torch"`` backend simulates.
+
+Kept apart from :mod:`envs.torch_evaluator` so that looking an id up (backend choice,
+spaces, error suggestions) imports only the env classes, never an evaluator.
+"""
+
+from __future__ import annotations
+
+from .torch_cartpole import TorchCartPole
+from .torch_snake import TorchSnake
+
+TORCH_ENVS: dict[str, type] = {"CartPole-v1": TorchCartPole, "Snake-v0": TorchSnake}
+
+
+def register_torch_env(env_id: str, cls: type) -> None:
+    """Make ``cls`` available as ``env_id``. The class takes ``(num_envs, device,
+    max_episode_steps, **env_kwargs)`` and provides ``obs_shape``, ``action`` (ActionSpec),
+    ``max_episode_steps``, ``initial_states(count, seed)``, ``observe(st)`` and
+    ``step_state(st, action) -> (st, reward, terminated, truncated)`` on tuples of tensors
+    whose first dimension is the batch (see TorchCartPole)."""
+    TORCH_ENVS[str(env_id)] = cls
+
+
+def torch_envs() -> dict[str, type]:
+    """Ids the torch-native backend simulates, with their env classes."""
+    return TORCH_ENVS
