@@ -37,7 +37,8 @@ Why these values:
   strategy (``--strategy cmaes,openai-es``) uses that strategy's own default step size unless
   ``--sigma`` or its island spec sets one. ``popsize`` applies to every island.
 - ``generations`` is a safety cap per island so that a run without a target or time budget
-  ends; ``test_max`` is the episode limit of the final 100-episode test (the task's own).
+  ends. The episode limit of the tests is not in the table: it is the task's own (the limit
+  Gymnasium registers for the id, else ``max``), decided in :func:`islands.config.resolve`.
 """
 
 from __future__ import annotations

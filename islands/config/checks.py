@@ -1,0 +1,116 @@
+"""Checks of a config whose environment defaults are filled: sizes, names, island specs,
+topology and device. Each raises :class:`ConfigError` with one line naming the problem; none
+creates an environment."""
+
+from __future__ import annotations
+
+import difflib
+
+from islands import topology as topo
+from islands.strategies import STRATEGIES
+from policies import POLICIES
+
+from .schema import Config, ConfigError, flag, strategies_of
+
+_POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations",
+             "time_budget", "test_episodes", "test_max_episode_steps", "migration_interval",
+             "obs_sync_interval", "gens_per_call", "topology_degree", "cpus_per_island",
+             "sigma", "log_interval")
+_NON_NEGATIVE = ("migrants", "checkpoint_interval", "checkpoint_seconds")
+
+
+def check(c: Config) -> None:
+    """Every check below, in the order their messages take precedence."""
+    check_sizes(c)
+    check_strategies(c)
+    check_island_specs(c)
+    check_policy(c)
+    check_topology(c)
+    check_device(c)
+
+
+def _at_least_zero(c: Config, name: str, zero_ok: bool) -> None:
+    v = getattr(c, name)
+    if v is not None and (v < 0 if zero_ok else v <= 0):
+        raise ConfigError(f"{flag(name)} must be {'non-negative' if zero_ok else 'positive'}, "
+                          f"got {v}")
+
+
+def check_sizes(c: Config) -> None:
+    """Counts, sizes and intervals in range; the debug-exit flags consistent."""
+    for name in _POSITIVE:
+        _at_least_zero(c, name, zero_ok=False)
+    for name in _NON_NEGATIVE:
+        _at_least_zero(c, name, zero_ok=True)
+    if c.max_restarts < -1:
+        raise ConfigError(f"--max-restarts must be -1 (unlimited) or more, got {c.max_restarts}")
+    if (c.debug_exit_island is None) != (c.debug_exit_after_gen is None):
+        raise ConfigError("--debug-exit-island and --debug-exit-after-gen go together")
+    if c.debug_exit_island is not None and not 0 <= c.debug_exit_island < c.islands:
+        raise ConfigError(f"--debug-exit-island must name an island below {c.islands}, "
+                          f"got {c.debug_exit_island}")
+    _at_least_zero(c, "gpus_per_island", zero_ok=True)
+    if c.popsize is not None and c.popsize < 2:
+        raise ConfigError(f"--popsize must be at least 2, got {c.popsize}")
+    if c.island_specs is not None and len(c.island_specs) != c.islands:
+        raise ConfigError(f"--islands is {c.islands} but island_specs lists "
+                          f"{len(c.island_specs)} islands")
+
+
+def check_strategies(c: Config) -> None:
+    """Every strategy named by ``--strategy`` or an island spec is in the registry."""
+    names = strategies_of(c)
+    if not names:
+        raise ConfigError("--strategy: no strategy named")
+    names += [str(s["strategy"]) for s in c.island_specs or [] if s.get("strategy") is not None]
+    known = list(STRATEGIES)
+    for s in names:
+        if s not in STRATEGIES:
+            close = difflib.get_close_matches(s, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"unknown strategy {s!r}{hint} (choose from {', '.join(known)})")
+
+
+def check_island_specs(c: Config) -> None:
+    """The values of each island spec (its keys were checked when it was read)."""
+    for i, spec in enumerate(c.island_specs or []):
+        for k, least in (("popsize", 2), ("episodes", 1)):
+            if k in spec and (not isinstance(spec[k], int) or spec[k] < least):
+                raise ConfigError(f"island_specs[{i}].{k} must be a positive integer, "
+                                  f"got {spec[k]!r}")
+        for k in ("sigma", "num_cpus"):
+            if k in spec and not (isinstance(spec[k], (int, float)) and spec[k] > 0):
+                raise ConfigError(f"island_specs[{i}].{k} must be positive, got {spec[k]!r}")
+        for k in ("num_gpus", "slowdown_s"):
+            if k in spec and not (isinstance(spec[k], (int, float)) and spec[k] >= 0):
+                raise ConfigError(f"island_specs[{i}].{k} must be non-negative, "
+                                  f"got {spec[k]!r}")
+        for k in ("options", "resources"):
+            if k in spec and not isinstance(spec[k], dict):
+                raise ConfigError(f"island_specs[{i}].{k} must be a mapping, got {spec[k]!r}")
+
+
+def check_policy(c: Config) -> None:
+    if c.policy not in POLICIES:
+        raise ConfigError(f"unknown policy {c.policy!r} (choose from {', '.join(POLICIES)})")
+    if c.policy == "neuromod" and c.hidden is not None and len(c.hidden) != 1:
+        raise ConfigError(f"--hidden: neuromod takes one hidden size, got {c.hidden}")
+
+
+def check_topology(c: Config) -> None:
+    if c.topology == "edges":
+        if not c.edges:
+            raise ConfigError("--topology edges needs --edges, e.g. 0>1,1>0")
+    elif c.edges:
+        raise ConfigError(f"--edges is only used with --topology edges (got {c.topology})")
+    try:
+        topo.Topology(c.topology, c.islands, c.topology_degree, c.edges)
+    except ValueError as e:
+        raise ConfigError(f"--topology: {e}") from None
+
+
+def check_device(c: Config) -> None:
+    if c.device == "cuda" and c.gpus_per_island == 0 and not any(
+            s.get("num_gpus") for s in c.island_specs or []):
+        raise ConfigError("--device cuda needs --gpus-per-island > 0 (islands get GPUs "
+                          "through Ray)")

@@ -1,0 +1,115 @@
+"""An unresolved :class:`Config` -> a fully resolved one: environment-table defaults filled,
+everything checked that can be checked without Ray, derived values decided once.
+
+Derived values: ``test_max_episode_steps`` (the environment's registered limit, else the
+training limit) and ``checkpoint_uri`` (``<out>/checkpoints``, absolute). ``resolve`` is
+idempotent, and resolving again after ``out`` changed moves a derived ``checkpoint_uri``
+with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+
+from islands.envdefaults import env_defaults
+
+from .checks import check
+from .schema import Config, ConfigError
+
+# Fields the environment table fills when the user leaves them unset.
+_TABLE_FIELDS = ("strategy", "policy", "popsize", "episodes", "max_episode_steps", "obs_norm",
+                 "generations")
+
+
+def resolve(cfg: Config, check_env: bool = True) -> Config:
+    """Fill per-env defaults, validate and derive; returns a new Config. Raises ConfigError.
+    ``check_env=False`` skips the checks that look the environment up or create it."""
+    c = dataclasses.replace(cfg)
+    _import_env_module(c.env_module)
+    if check_env:
+        check_env_id(c.env, c.backend, c.env_module)
+    _fill_env_defaults(c)
+    check(c)
+    if check_env:
+        obs_shape = observation_shape(c.env, c.backend, c.env_kwargs, c.env_module)
+        if c.policy == "cnn" and len(obs_shape) != 3:
+            raise ConfigError(f"--policy cnn needs image observations (C, H, W) but {c.env} "
+                              f"has observations of shape {tuple(obs_shape)}; use mlp")
+    _derive(c)
+    return c
+
+
+def _fill_env_defaults(c: Config) -> None:
+    row = env_defaults(c.env)
+    for k in _TABLE_FIELDS:
+        if getattr(c, k) is None:
+            setattr(c, k, row[k])
+    if c.hidden is None:
+        c.hidden = list(row["hidden"]) if row["policy"] == c.policy else None
+    if c.target == "auto":
+        c.target = row["target"]
+    if c.island_specs is not None and c.islands is None:
+        c.islands = len(c.island_specs)
+    if c.islands is None:
+        c.islands = 4
+
+
+def _derive(c: Config) -> None:
+    if c.test_max_episode_steps is None:
+        c.test_max_episode_steps = registered_step_limit(c.env) or c.max_episode_steps
+    if c.checkpoint_uri is None or c.checkpoint_uri == c._checkpoint_default:
+        c.checkpoint_uri = default_checkpoint_uri(c.out)
+        c._checkpoint_default = c.checkpoint_uri
+
+
+def registered_step_limit(env_id: str) -> int | None:
+    """The episode limit Gymnasium registers for ``env_id`` (the standard task), or None."""
+    try:
+        import gymnasium
+
+        limit = gymnasium.spec(env_id).max_episode_steps
+    except Exception:  # envpool-only ids (Pong-v5) and classes are not in Gymnasium's registry
+        return None
+    return int(limit) if limit else None
+
+
+def default_checkpoint_uri(out: str | None) -> str | None:
+    """``<out>/checkpoints``, absolute (actors do not share the launcher's working directory);
+    None without a run directory."""
+    return os.path.join(os.path.abspath(out), "checkpoints") if out else None
+
+
+def _import_env_module(name: str | None) -> None:
+    if not name:
+        return
+    try:
+        importlib.import_module(name)
+    except ImportError as e:
+        raise ConfigError(f"--env-module {name!r} cannot be imported: {e}") from None
+
+
+def check_env_id(env_id: str, backend: str, env_module: str | None = None) -> str:
+    """The backend that will run ``env_id``; ConfigError (with close matches) when no
+    backend in reach knows it."""
+    from envs.spaces import pick_backend
+
+    try:
+        return pick_backend(env_id, backend, env_module)
+    except ValueError as e:
+        raise ConfigError(str(e).splitlines()[0]) from None
+
+
+def observation_shape(env_id: str, backend: str, env_kwargs: dict,
+                      env_module: str | None = None) -> tuple[int, ...]:
+    """The env's observation shape as its backend presents it."""
+    from envs.spaces import env_spaces
+
+    try:
+        shape, _ = env_spaces(env_id, backend, env_kwargs or None, env_module)
+    except Exception as e:  # bad env_kwargs show up here, before anything is created
+        msg = str(e).strip().splitlines()
+        raise ConfigError(f"cannot create environment {env_id!r}: {type(e).__name__}"
+                          f"{': ' + msg[0] if msg else ''}") from None
+    return shape

@@ -1,0 +1,227 @@
+"""The ``Config`` dataclass: every field of a run, its default and its one-line help.
+
+This is the single place for defaults. Each field's metadata says how its value is read
+(``kind``, see :mod:`islands.config.kinds`), which names it accepts (``choices``, taken from
+the registries) and how ``--help`` shows it (``metavar``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from envs.spaces import BACKENDS
+from envs.spec import EvalSpec
+from islands import topology as topo
+from islands.strategies import STRATEGIES
+from policies import POLICIES
+
+DEVICES = ("auto", "cpu", "cuda")
+# Keys an entry of ``island_specs`` may set (all optional).
+ISLAND_SPEC_KEYS = (
+    "strategy", "popsize", "sigma", "options", "episodes", "num_cpus", "num_gpus",
+    "resources", "slowdown_s",
+)
+
+
+class ConfigError(ValueError):
+    """Bad user input; the message is one line naming the problem."""
+
+
+def flag(name: str) -> str:
+    """The command-line flag of field ``name``: ``--migration-interval``."""
+    return "--" + name.replace("_", "-")
+
+
+def _opt(default: Any, help: str, kind: str = "str", choices: tuple[str, ...] | None = None,
+         metavar: str | None = None) -> Any:
+    meta = {"help": help, "kind": kind, "choices": choices, "metavar": metavar}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _names(registry) -> str:
+    return ", ".join(registry)
+
+
+@dataclass
+class Config:
+    # ---- what to solve ----------------------------------------------------------------
+    config: str | None = _opt(
+        None, "YAML file setting any of these fields by name; command-line flags override it",
+        metavar="FILE.yaml")
+    env: str = _opt("CartPole-v1", "environment id (Gymnasium or EnvPool name)", metavar="ID")
+    env_module: str | None = _opt(
+        None, "module to import in every process first (registers custom Gymnasium envs)",
+        metavar="MODULE")
+    env_kwargs: dict = _opt({}, "keyword arguments for the environment, as JSON", "json",
+                            metavar="JSON")
+    backend: str = _opt(
+        "auto", f"evaluator: {_names(b for b in BACKENDS if b != 'auto')}, or auto (EnvPool "
+        "if it has the env)", choices=tuple(BACKENDS))
+    target: Any = _opt(
+        "auto", "stop when the best genome's test mean reaches this; auto: the env table's "
+        "solved score, none: never", "target", metavar="F|auto|none")
+    test_episodes: int = _opt(100, "episodes of the test that validates a candidate (and the "
+                              "final test), on seeds disjoint from training", "int", metavar="N")
+    test_max_episode_steps: int | None = _opt(
+        None, "episode limit of the test; default: the environment's own limit (the standard "
+        "task)", "optint", metavar="N")
+    # ---- the islands --------------------------------------------------------------------
+    islands: int | None = _opt(None, "number of islands (default: len(island_specs), else 4)",
+                               "optint", metavar="N")
+    strategy: str | None = _opt(
+        None, f"strategy per island, comma list assigned round-robin ({_names(STRATEGIES)}); "
+        "default: env table", metavar="NAMES")
+    strategy_options: dict = _opt({}, "extra keyword arguments for every island's strategy, as "
+                                  "JSON", "json", metavar="JSON")
+    island_specs: list | None = _opt(
+        None, f"per-island list of {{{', '.join(ISLAND_SPEC_KEYS)}}} (YAML list, or JSON)",
+        "specs", metavar="JSON")
+    policy: str | None = _opt(
+        None, f"policy network: {_names(POLICIES)}; default: env table",
+        choices=tuple(POLICIES))
+    hidden: list | None = _opt(
+        None, "hidden layer sizes, e.g. 64,64 (neuromod: one size); default: env table",
+        "hidden", metavar="H1,H2")
+    policy_options: dict = _opt({}, "extra keyword arguments for the policy, as JSON", "json",
+                                metavar="JSON")
+    popsize: int | None = _opt(None, "population size per island; default: env table",
+                               "optint", metavar="N")
+    sigma: float | None = _opt(
+        None, "initial step size / mutation strength for every island; default: env table "
+        "for its strategy, else the strategy's own", "optfloat", metavar="S")
+    episodes: int | None = _opt(None, "episodes per fitness evaluation; default: env table",
+                                "optint", metavar="N")
+    max_episode_steps: int | None = _opt(
+        None, "episode step limit during training; default: env table", "optint",
+        metavar="N")
+    obs_norm: bool | None = _opt(
+        None, "observation normalization with statistics merged across islands (on/off); "
+        "default: env table", "optbool", metavar="on|off")
+    # ---- migration ----------------------------------------------------------------------
+    topology: str = _opt("ring", "migration graph: ring, full, random (new random targets each "
+                         "round), edges (see --edges)", choices=topo.KINDS)
+    topology_degree: int = _opt(1, "targets per island per round for --topology random", "int",
+                                metavar="K")
+    edges: str | None = _opt(None, "explicit migration edges for --topology edges, e.g. "
+                             "0>1,1>2,2>0 (YAML: list of [src, dst])", "edges", metavar="EDGES")
+    migration_interval: int = _opt(5, "generations of an island between its emigrations",
+                                   "int", metavar="G")
+    migrants: int = _opt(2, "genomes an island sends per migration (its best), 0: isolated",
+                         "int", metavar="K")
+    obs_sync_interval: int = _opt(5, "generations between pushes of merged observation "
+                                  "statistics to an island", "int", metavar="G")
+    gens_per_call: int = _opt(1, "generations an island runs per call (one report each)",
+                              "int", metavar="K")
+    # ---- when to stop -------------------------------------------------------------------
+    generations: int | None = _opt(None, "generations per island at most; default: env table",
+                                   "optint", metavar="N")
+    time_budget: float | None = _opt(None, "wall-clock seconds of evolution at most",
+                                     "optfloat", metavar="SECONDS")
+    # ---- where it runs ------------------------------------------------------------------
+    seed: int = _opt(0, "random seed of the run (islands derive theirs from it)", "int",
+                     metavar="N")
+    cpus_per_island: float | None = _opt(
+        None, "CPUs per island; default: the cluster's CPUs shared equally", "optfloat",
+        metavar="C")
+    gpus_per_island: float = _opt(0.0, "GPUs per island (fractions share a GPU); on a "
+                                  "cluster with gpu_node/cpu_node resources, GPU islands go "
+                                  "to gpu_node nodes, CPU islands to cpu_node nodes", "float",
+                                  metavar="G")
+    resources_per_island: dict = _opt(
+        {}, "custom Ray resources per island, e.g. gpu_node=1 or JSON", "resources",
+        metavar="NAME=AMOUNT")
+    device: str = _opt("auto", "policy device: auto (CUDA when the island got a GPU), cpu, "
+                       "cuda", choices=DEVICES)
+    address: str | None = _opt(
+        None, "Ray cluster to join (auto: the running one); default: RAY_ADDRESS, else start "
+        "a local Ray", metavar="ADDR")
+    namespace: str = _opt("islands", "Ray namespace of the named actors (island-00, ..., "
+                          "coordinator)", metavar="NS")
+    dashboard: bool = _opt(False, "start the Ray dashboard with a local Ray (on/off)", "bool",
+                           metavar="on|off")
+    # ---- output -------------------------------------------------------------------------
+    out: str | None = _opt(None, "run directory; default: runs/<env>-<timestamp>", metavar="DIR")
+    quiet: bool = _opt(False, "no live table or progress lines (on/off)", "bool",
+                       metavar="on|off")
+    log_interval: float = _opt(5.0, "seconds between progress lines when stdout is not a "
+                               "terminal", "float", metavar="SECONDS")
+    # ---- fault tolerance ----------------------------------------------------------------
+    checkpoint_interval: int = _opt(
+        10, "generations of an island between its checkpoints (0: by time only)", "int",
+        metavar="G")
+    checkpoint_seconds: float = _opt(
+        60.0, "seconds between checkpoints of an island or the coordinator at most (0: by "
+        "generations only); a final one is written at the end of the run", "float",
+        metavar="SECONDS")
+    checkpoint_uri: str | None = _opt(
+        None, "where checkpoints go: a directory (on a shared filesystem for clusters) or a "
+        "pyarrow.fs URI such as s3://bucket/run; default: DIR/checkpoints", metavar="URI")
+    resume: str | None = _opt(
+        None, "continue the run in DIR from its checkpoints (config from DIR/config.yaml; "
+        "flags given override it, e.g. --time-budget)", metavar="DIR")
+    max_restarts: int = _opt(
+        -1, "restarts of a dead island or coordinator actor (-1: unlimited, 0: none); a "
+        "restarted actor reloads its last checkpoint", "int", metavar="N")
+    debug_exit_island: int | None = _opt(
+        None, "debug (fault tests): this island exits its process once, at "
+        "--debug-exit-after-gen", "optint", metavar="I")
+    debug_exit_after_gen: int | None = _opt(
+        None, "debug (fault tests): generation at which --debug-exit-island exits",
+        "optint", metavar="G")
+    # ---- not a flag ---------------------------------------------------------------------
+    # The ``checkpoint_uri`` that ``resolve`` derived from ``out`` (None: the field holds a
+    # user's choice or nothing). Remembering it lets a config whose ``out`` moved be
+    # resolved to the new default, and keeps the default out of ``config.yaml`` so that a
+    # moved run directory resumes from its own checkpoints.
+    _checkpoint_default: str | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------------------------
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """Plain values for ``config.yaml``: everything but ``config``, ``out`` and ``resume``
+        (the run directory is where the file lives; a rerun gets a new one), with
+        ``checkpoint_uri`` unset when it is the default for the run directory."""
+        d = dataclasses.asdict(self)
+        for name in ("config", "out", "resume", "_checkpoint_default"):
+            d.pop(name)
+        if self.checkpoint_uri == self._checkpoint_default:
+            d["checkpoint_uri"] = None
+        return d
+
+    def eval_spec(self) -> EvalSpec:
+        """What every island evaluates on: ``episodes`` per evaluation, the training step
+        limit."""
+        return EvalSpec(
+            env_id=self.env, backend=self.backend, policy=self.policy,
+            policy_options=policy_options(self), episodes=self.episodes,
+            max_episode_steps=self.max_episode_steps, obs_norm=bool(self.obs_norm),
+            env_kwargs=dict(self.env_kwargs) or None, env_module=self.env_module,
+        )
+
+    def test_spec(self) -> EvalSpec:
+        """What a test evaluates on: ``test_episodes`` episodes, the test step limit."""
+        return self.eval_spec().replace(episodes=self.test_episodes,
+                                        max_episode_steps=self.test_max_episode_steps)
+
+
+# The user-settable fields: flags and YAML keys.
+FIELDS = {f.name: f for f in dataclasses.fields(Config) if not f.name.startswith("_")}
+
+
+def policy_options(cfg: Config) -> dict[str, Any]:
+    """``hidden`` in the form each policy kind takes, plus ``policy_options``."""
+    opts = dict(cfg.policy_options)
+    if cfg.hidden is not None and "hidden" not in opts:
+        if cfg.policy == "neuromod":
+            opts["hidden"] = int(cfg.hidden[0])
+        else:
+            opts["hidden"] = list(cfg.hidden)
+    return opts
+
+
+def strategies_of(cfg: Config) -> list[str]:
+    """The strategy names of ``--strategy`` in order (assigned to islands round-robin)."""
+    return [s.strip() for s in (cfg.strategy or "").split(",") if s.strip()]
