@@ -47,7 +47,8 @@ import numpy as np  # noqa: E402
 import ray  # noqa: E402
 
 from islands.config import from_dict, resolve  # noqa: E402
-from islands.driver import Archipelago, plan_islands  # noqa: E402
+from islands.planning import plan_islands  # noqa: E402
+from islands.runtime.archipelago import Archipelago  # noqa: E402
 
 
 def throughput(env: str, n: int, seconds: float, seed: int) -> dict:
@@ -76,26 +77,28 @@ def throughput(env: str, n: int, seconds: float, seed: int) -> dict:
     gens = [r["call_s"] for r in rows]
     return {"islands": n, "steps": steps, "seconds": t1 - t0, "steps_per_s": steps / (t1 - t0),
             "generations": sum(last[i]["generation"] for i in last),
-            "generation_s": statistics.median(gens), "dim": infos[0]["dim"]}
+            "generation_s": statistics.median(gens), "dim": infos[0].dim}
 
 
 def coordinator_round_trip(dim: int, reports: int, obs_dim: int = 8) -> dict:
     """Median round trip of one report to a coordinator that migrates on every report."""
-    from islands.coordinator import coordinator_actor_class
+    from islands.coordinator import CoordinatorSpec
+    from islands.messages import Emigrants, EvolveResult, IslandReport
+    from islands.runtime.actors import CoordinatorActor
 
-    coord = coordinator_actor_class().options(namespace="bench-coord").remote(
-        2, {"kind": "ring", "n": 2}, 2, 1, 1)
+    coord = CoordinatorActor.options(namespace="bench-coord").remote(
+        CoordinatorSpec(n_islands=2, migrants=2, migration_interval=1, obs_sync_interval=1))
     ray.get(coord.ping.remote())
     rng = np.random.default_rng(0)
     times = []
     for k in range(reports):
-        result = {
-            "report": {"island": k % 2, "generation": k + 1},
-            "emigrants": {"params": rng.normal(size=(2, dim)), "fitness": rng.normal(size=2)},
-            "obs_delta": {"count": 1000.0, "mean": rng.normal(size=obs_dim),
-                          "m2": rng.random(obs_dim) * 1000},
-            "obs_stats": None,
-        }
+        rep = IslandReport(k % 2, "cmaes", k + 1, *[0] * 3, *[0.0] * 3, *[0] * 3,
+                           *[0.0] * 5)
+        result = EvolveResult(
+            report=rep,
+            emigrants=Emigrants(rng.normal(size=(2, dim)), rng.normal(size=2), k % 2, k + 1),
+            obs_delta={"count": 1000.0, "mean": rng.normal(size=obs_dim),
+                       "m2": rng.random(obs_dim) * 1000})
         t = time.perf_counter()
         ray.get(coord.report.remote(k % 2, result))
         times.append(time.perf_counter() - t)

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from .planning import IslandSpec
+
 
 def _fmt(x: float) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -22,16 +24,16 @@ def _fmt(x: float) -> str:
 
 
 class Display:
-    def __init__(self, plan: list[dict[str, Any]], env: str, quiet: bool = False,
+    def __init__(self, plan: list[IslandSpec], env: str, quiet: bool = False,
                  log_interval: float = 5.0, stream=None) -> None:
         self.stream = stream or sys.stdout
         self.mode = "off" if quiet else ("live" if self.stream.isatty() else "log")
         self.env = env
         self.log_interval = float(log_interval)
         self.rows: dict[int, dict[str, Any]] = {
-            s["index"]: {"strategy": s["strategy"], "generation": 0,
-                         "best_so_far": -math.inf, "fitness_mean": math.nan,
-                         "evals_per_s": 0.0, "immigrants": 0} for s in plan}
+            s.index: {"strategy": s.strategy, "generation": 0,
+                      "best_so_far": -math.inf, "fitness_mean": math.nan,
+                      "evals_per_s": 0.0, "immigrants": 0} for s in plan}
         self.status: dict[str, Any] = {}
         self._live = None
         self._last_log = time.monotonic()

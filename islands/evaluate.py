@@ -6,8 +6,8 @@
 ``render_mode="rgb_array"`` into an animated GIF (Pillow).
 
 Test seeds: the launcher tests with evaluation seeds from ``TEST_SEED_BASE`` (>= 2**30) up,
-training uses seeds below 2**30; each seed expands into independent 31-bit episode seeds
-(``envs.common.episode_seeds``).
+training uses seeds below 2**30 (:mod:`islands.seeds`); each seed expands into independent
+31-bit episode seeds (``envs.common.episode_seeds``).
 """
 
 from __future__ import annotations
@@ -19,18 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from .island import TEST_SEED_BASE
+from envs.spec import EvalSpec
+
+from .seeds import TEST_SEED_BASE
 
 
-def test_genome(eval_kwargs: dict[str, Any], params: np.ndarray,
-                obs_stats: dict[str, Any] | None, episodes: int, seed: int,
-                num_threads: int = 1) -> dict[str, Any]:
-    """Mean/std of the return of ``params`` over ``episodes`` episodes (frozen obs stats)."""
-    import envs
-
-    kw = dict(eval_kwargs)
-    kw["episodes"] = int(episodes)
-    ev = envs.make_evaluator(**kw, num_threads=num_threads, device="cpu")
+def test_genome(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | None,
+                seed: int, num_threads: int = 1) -> dict[str, Any]:
+    """Mean/std of the return of ``params`` over ``spec.episodes`` episodes (frozen obs
+    stats)."""
+    ev = spec.build(num_threads=num_threads, device="cpu")
     try:
         if obs_stats is not None and ev.obs_stats is not None:
             ev.set_obs_stats(obs_stats)
@@ -44,36 +42,38 @@ def test_genome(eval_kwargs: dict[str, Any], params: np.ndarray,
             "mean_length": float(np.mean(res.lengths[0])), "seed": int(seed)}
 
 
-def screened_test(eval_kwargs: dict[str, Any], params: np.ndarray,
-                  obs_stats: dict[str, Any] | None, episodes: int, seed: int,
-                  target: float | None) -> dict[str, Any]:
+def screened_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | None,
+                  seed: int, target: float | None) -> dict[str, Any]:
     """``test_genome`` preceded by a cheap screen when a target is given.
 
-    The screen runs ``max(10, episodes // 5)`` episodes (other seeds); a genome whose screen
-    mean is more than two standard errors below ``target`` is rejected without the full
-    test (``"screened_out": True`` and the screen's numbers). Otherwise the full test runs on
-    its own fresh episodes, so its mean is not biased by the screen. Most candidates picked
-    by a lucky training fitness fail the screen, which saves ~80% of the test's env steps.
+    The screen runs ``max(10, spec.episodes // 5)`` episodes (other seeds); a genome whose
+    screen mean is more than two standard errors below ``target`` is rejected without the
+    full test (``"screened_out": True`` and the screen's numbers). Otherwise the full test
+    runs on its own fresh episodes, so its mean is not biased by the screen. Most candidates
+    picked by a lucky training fitness fail the screen, which saves ~80% of the test's env
+    steps.
     """
     screen = None
-    n = max(10, int(episodes) // 5)
-    if target is not None and n < episodes:
-        screen = test_genome(eval_kwargs, params, obs_stats, n, seed + 1)
+    n = max(10, int(spec.episodes) // 5)
+    if target is not None and n < spec.episodes:
+        screen = test_genome(spec.replace(episodes=n), params, obs_stats, seed + 1)
         if screen["mean"] + 2 * screen["std"] / np.sqrt(n) < target:
             return {**screen, "screened_out": True}
-    full = test_genome(eval_kwargs, params, obs_stats, episodes, seed)
+    full = test_genome(spec, params, obs_stats, seed)
     full["screen"] = screen
     return full
 
 
-def solution_eval_kwargs(sol: dict[str, Any], backend: str | None = None) -> dict[str, Any]:
-    env, pol = sol["env"], sol["policy"]
-    return dict(
-        env_id=env["env_id"], backend=backend or env.get("backend", "auto"),
-        policy=pol["kind"], policy_options=dict(pol.get("options") or {}),
-        max_episode_steps=env.get("max_episode_steps"), obs_norm=bool(env.get("obs_norm")),
-        env_kwargs=env.get("env_kwargs") or None, env_module=env.get("env_module"),
-    )
+def solution_eval_spec(sol: dict[str, Any], episodes: int, backend: str | None = None
+                       ) -> EvalSpec:
+    """The evaluation a saved solution was tested on (``solution.json``'s env and policy)."""
+    env, pol = dict(sol["env"]), sol["policy"]
+    if backend:
+        env["backend"] = backend
+    return EvalSpec.from_dict({**env, "policy": pol["kind"], "episodes": int(episodes),
+                               "policy_options": dict(pol.get("options") or {}),
+                               "obs_norm": bool(env.get("obs_norm")),
+                               "env_kwargs": env.get("env_kwargs") or None})
 
 
 def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: int = 30,
@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(max(1, args.threads))  # as many as EnvPool gets: no contention
-    out = test_genome(solution_eval_kwargs(sol, args.backend), sol["params"],
-                      sol.get("obs_stats"), args.episodes, args.seed, args.threads)
+    spec = solution_eval_spec(sol, args.episodes, args.backend)
+    out = test_genome(spec, sol["params"], sol.get("obs_stats"), args.seed, args.threads)
     if args.gif:
         out.update(render_gif(sol, args.gif, seed=args.seed))
     print(json.dumps(out))

@@ -17,28 +17,26 @@ GPU workers), so the mapping never makes a run unplaceable that was placeable be
 
 from __future__ import annotations
 
-from typing import Any
+from .planning import IslandSpec
 
 GPU_NODE = "gpu_node"
 CPU_NODE = "cpu_node"
 NODE_TYPE_SHARE = 0.001  # pins the node type, never limits how many islands fit
 
 
-def place_by_node_type(plan: list[dict[str, Any]], nodes: list[dict[str, float]]
-                       ) -> list[dict[str, Any]]:
-    """``plan`` (driver.plan_islands) with node-type resources added (see module docstring);
-    ``nodes``: total resources of each node (driver.cluster_nodes)."""
+def place_by_node_type(plan: list[IslandSpec], nodes: list[dict[str, float]]
+                       ) -> list[IslandSpec]:
+    """``plan`` (planning.plan_islands) with node-type resources added (see module
+    docstring); ``nodes``: total resources of each node (runtime.cluster.cluster_nodes)."""
     has = {k for n in nodes for k, v in n.items() if v > 0}
     out = []
     for spec in plan:
-        spec = {**spec, "resources": dict(spec.get("resources") or {})}
-        res = spec["resources"]
+        res = dict(spec.resources)
         if GPU_NODE not in res and CPU_NODE not in res:
-            if spec.get("num_gpus", 0) > 0:
+            if spec.num_gpus > 0:
                 if GPU_NODE in has:
                     res[GPU_NODE] = NODE_TYPE_SHARE
             elif CPU_NODE in has:
                 res[CPU_NODE] = NODE_TYPE_SHARE
-        out.append(spec)
+        out.append(spec.replace(resources=res))
     return out
-

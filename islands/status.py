@@ -16,13 +16,7 @@ import sys
 import time
 from typing import Any
 
-from .coordinator import COORDINATOR_NAME
-
 PROG = "islands.status"
-
-
-class StatusError(RuntimeError):
-    """No cluster or no coordinator; one-line message."""
 
 
 def _num(v: Any, fmt: str = ".1f") -> str:
@@ -66,52 +60,6 @@ def format_status(st: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _gcs_reachable(address: str, timeout: float = 3.0) -> bool:
-    """False when ``host:port`` refuses a TCP connection: ray.init would wait minutes for
-    a GCS there. Other address forms (auto, ray://, http://) are left to ray.init."""
-    import socket
-
-    if address == "auto" or "://" in address or ":" not in address:
-        return True
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
-def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> dict[str, Any]:
-    """Connect (if not connected) and return ``coordinator.status()``; StatusError if there
-    is no cluster or no run."""
-    import ray
-
-    if not ray.is_initialized():
-        import logging
-
-        if address and not _gcs_reachable(address):
-            raise StatusError(f"no Ray cluster at {address!r}: nothing listens there")
-        try:
-            # address None: RAY_ADDRESS, then the running local cluster; never starts one.
-            ray.init(address=address or "auto", namespace=namespace, log_to_driver=False,
-                     logging_level=logging.ERROR)
-        except (ConnectionError, ValueError, RuntimeError) as e:
-            msg = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-            raise StatusError(f"no Ray cluster at {address or 'auto'!r}: "
-                              f"{msg[0] if msg else type(e).__name__}") from None
-    try:
-        coord = ray.get_actor(COORDINATOR_NAME, namespace=namespace)
-    except ValueError:
-        raise StatusError(f"no running archipelago: no actor {COORDINATOR_NAME!r} in Ray "
-                          f"namespace {namespace!r} (wrong --namespace?)") from None
-    try:
-        return ray.get(coord.status.remote(), timeout=timeout)
-    except ray.exceptions.RayError as e:
-        line = str(e).strip().splitlines()
-        raise StatusError(f"the coordinator did not answer: "
-                          f"{line[-1] if line else type(e).__name__}") from None
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     p.add_argument("--address", default=None,
@@ -121,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="reprint every S seconds until interrupted")
     p.add_argument("--json", action="store_true", help="print the raw status as JSON")
     args = p.parse_args(argv)
+    from .runtime.cluster import StatusError, fetch_status
+
     try:
         while True:
             st = fetch_status(args.address, args.namespace)

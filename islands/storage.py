@@ -94,3 +94,16 @@ class Storage:
         if not isinstance(tree, dict) or tree.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{self.path(name)} is not an islands checkpoint")
         return tree
+
+    def restore(self, name: str, set_state, whose: str) -> bool:
+        """``set_state(tree)`` from the checkpoint ``name``; False when there is none.
+        ValueError naming the file when it does not fit (``whose``: "island 3", ...)."""
+        state = self.load(name)
+        if state is None:
+            return False
+        try:
+            set_state(state)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"checkpoint {self.path(name)} does not fit {whose}: {e}"
+                             ) from None
+        return True

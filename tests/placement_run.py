@@ -14,9 +14,11 @@ def main() -> int:
     from ray.cluster_utils import Cluster
 
     from islands.config import from_dict, resolve
-    from islands.driver import Archipelago, check_resources, cluster_nodes, plan_islands
-    from islands.island import island_name
     from islands.placement import place_by_node_type
+    from islands.planning import check_resources, plan_islands
+    from islands.runtime.actors import island_name
+    from islands.runtime.archipelago import Archipelago
+    from islands.runtime.cluster import cluster_nodes
 
     mem = 80 * 1024**2
     cluster = Cluster(initialize_head=True, head_node_args={
@@ -60,13 +62,13 @@ def main() -> int:
         out = {
             "gpu_node": gpu.node_id, "cpu_nodes": [c.node_id for c in cpus],
             "islands": [{
-                "index": s["index"], "num_gpus": s["num_gpus"], "resources": s["resources"],
-                "node": actor_node.get(island_name(s["index"])),
-                "node_in_actor": infos[s["index"]]["node"],
-                "device": infos[s["index"]]["device"],
-                "gpu_ids": infos[s["index"]]["gpu_ids"],
-                "generation": last[s["index"]]["generation"],
-                "immigrants": last[s["index"]]["immigrants"]} for s in plan],
+                "index": s.index, "num_gpus": s.num_gpus, "resources": s.resources,
+                "node": actor_node.get(island_name(s.index)),
+                "node_in_actor": infos[s.index].node,
+                "device": infos[s.index].device,
+                "gpu_ids": infos[s.index].gpu_ids,
+                "generation": last[s.index]["generation"],
+                "immigrants": last[s.index]["immigrants"]} for s in plan],
             "stop_reason": result.stop_reason,
         }
         print(json.dumps(out))

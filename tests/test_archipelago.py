@@ -10,18 +10,19 @@ import numpy as np
 import pytest
 
 from islands.config import from_dict, resolve
-from islands.coordinator import CoordinatorCore
-from islands.driver import (
-    Archipelago,
+from islands.coordinator import CoordinatorCore, CoordinatorSpec
+from islands.island import IslandCore
+from islands.messages import Emigrants, EvolveResult, IslandReport
+from islands.planning import (
+    IslandSpec,
     ResourceError,
     check_resources,
-    cluster_nodes,
     default_cpu_share,
     plan_islands,
 )
-from islands.island import IslandCore
-from islands.launch import run
-from islands.topology import Topology
+from islands.runtime.archipelago import Archipelago
+from islands.runtime.cluster import cluster_nodes
+from islands.runtime.launch import run
 from policies.obsnorm import RunningMeanStd
 
 # Small CartPole settings shared by the Ray tests: episodes capped at 100-200 steps.
@@ -50,47 +51,58 @@ def rows_of(result, island):
 
 
 # ---- coordinator logic (no Ray) ---------------------------------------------------------
+def _report(i, g, strategy="cmaes"):
+    return IslandReport(island=i, strategy=strategy, generation=g, evals=0, env_steps=0,
+                        frames=0, fitness_max=0.0, fitness_mean=0.0, best_so_far=0.0,
+                        immigrants=0, immigrants_new=0, rejected=0, call_s=0.0,
+                        evals_per_s=0.0, steps_per_s=0.0, island_wall_s=0.0, obs_count=0.0)
+
+
 def _result(i, g, fitness, dim=3, obs=None, stats=None):
     f = np.asarray(fitness, dtype=float)
-    return {"report": {"island": i, "generation": g},
-            "emigrants": {"params": np.tile(f[:, None], (1, dim)), "fitness": f},
-            "obs_delta": obs, "obs_stats": stats}
+    return EvolveResult(report=_report(i, g),
+                        emigrants=Emigrants(np.tile(f[:, None], (1, dim)), f, i, g),
+                        obs_delta=obs, obs_stats=stats)
+
+
+def _coordinator(n, topology, **kw):
+    return CoordinatorCore(CoordinatorSpec(n_islands=n, topology=topology, **kw))
 
 
 def test_coordinator_migrates_best_k_every_interval_along_the_topology():
-    c = CoordinatorCore(3, Topology("ring", 3), migrants=2, migration_interval=3)
-    assert c.report(0, _result(0, 1, [5, 9, 7]))["immigrants"] == []  # too early
+    c = _coordinator(3, "ring", migrants=2, migration_interval=3)
+    assert c.report(0, _result(0, 1, [5, 9, 7])).immigrants == []  # too early
     c.report(0, _result(0, 3, [5, 9, 7]))  # emigrates its best two to island 1
-    mail = c.report(1, _result(1, 1, [1]))["immigrants"]
-    assert len(mail) == 1 and mail[0]["source"] == 0
-    np.testing.assert_array_equal(mail[0]["fitness"], [9, 7])
-    np.testing.assert_array_equal(mail[0]["params"][:, 0], [9, 7])
-    assert c.report(1, _result(1, 2, [1]))["immigrants"] == []  # mailbox emptied
-    assert c.report(2, _result(2, 9, [1]))["immigrants"] == []  # not a target of island 0
+    mail = c.report(1, _result(1, 1, [1])).immigrants
+    assert len(mail) == 1 and mail[0].source == 0
+    np.testing.assert_array_equal(mail[0].fitness, [9, 7])
+    np.testing.assert_array_equal(mail[0].params[:, 0], [9, 7])
+    assert c.report(1, _result(1, 2, [1])).immigrants == []  # mailbox emptied
+    assert c.report(2, _result(2, 9, [1])).immigrants == []  # not a target of island 0
 
 
 def test_coordinator_mailbox_keeps_the_newest_batch_per_source():
-    c = CoordinatorCore(2, Topology("ring", 2), migrants=1, migration_interval=1)
+    c = _coordinator(2, "ring", migrants=1, migration_interval=1)
     c.report(0, _result(0, 1, [3]))
     c.report(0, _result(0, 2, [4]))  # the receiver has not collected the first batch
-    mail = c.report(1, _result(1, 1, [0]))["immigrants"]
-    assert [b["fitness"].tolist() for b in mail] == [[4.0]]
+    mail = c.report(1, _result(1, 1, [0])).immigrants
+    assert [b.fitness.tolist() for b in mail] == [[4.0]]
 
 
 def test_coordinator_hall_of_fame_is_the_global_best_with_its_origin():
-    c = CoordinatorCore(2, Topology("full", 2), migrants=0)
+    c = _coordinator(2, "full", migrants=0)
     c.report(0, _result(0, 4, [3, 8]))
     reply = c.report(1, _result(1, 2, [6]))
-    assert reply["hof"] == {"fitness": 8.0, "island": 0, "generation": 4}
-    assert reply["hof_params"] is None  # island 1 did not improve it
+    assert vars(reply.hof) == {"fitness": 8.0, "island": 0, "generation": 4}
+    assert c.hall_of_fame().params[0] == 8  # island 1 did not improve it
     reply = c.report(1, _result(1, 3, [11]))
-    assert reply["hof"]["island"] == 1 and reply["hof_params"][0] == 11
+    assert reply.hof.island == 1 and c.hall_of_fame().params[0] == 11
 
 
 def test_coordinator_merges_observation_deltas_exactly():
     rng = np.random.default_rng(0)
     a, b = rng.normal(1, 2, (500, 4)), rng.normal(-1, 1, (300, 4))
-    c = CoordinatorCore(2, Topology("ring", 2), migrants=0, obs_sync_interval=1)
+    c = _coordinator(2, "ring", migrants=0, obs_sync_interval=1)
 
     def delta(x):
         r = RunningMeanStd((4,))
@@ -100,12 +112,12 @@ def test_coordinator_merges_observation_deltas_exactly():
     c.report(0, _result(0, 1, [0], obs=delta(a)))
     reply = c.report(1, _result(1, 1, [0], obs=delta(b)))
     pooled = np.concatenate([a, b])
-    st = reply["obs_stats"]
+    st = reply.obs_stats
     assert st["count"] == 800
     np.testing.assert_allclose(st["mean"], pooled.mean(0))
     np.testing.assert_allclose(st["m2"] / st["count"], pooled.var(0))
     # The next push waits obs_sync_interval generations of that island.
-    assert c.report(1, _result(1, 1, [0]))["obs_stats"] is None
+    assert c.report(1, _result(1, 1, [0])).obs_stats is None
 
 
 def test_default_cpu_share_and_resource_check():
@@ -113,38 +125,35 @@ def test_default_cpu_share_and_resource_check():
     assert default_cpu_share(16, [2.0]) == 0.125
     assert default_cpu_share(3, [2.0]) == 0.6666
     assert default_cpu_share(5, [2.0, 2.0]) == 0.6666  # 3 + 3 fit; 0.8 would not pack
-    plan = [{"index": i, "num_cpus": 0.6666, "num_gpus": 0.0, "resources": {}}
-            for i in range(5)]
+    plan = [IslandSpec(index=i, strategy="cmaes", num_cpus=0.6666) for i in range(5)]
     check_resources(plan, [{"CPU": 2.0}, {"CPU": 2.0}])
     with pytest.raises(ResourceError, match="GPU"):
-        check_resources([{**plan[0], "num_gpus": 1.0}], [{"CPU": 2.0}])
+        check_resources([plan[0].replace(num_gpus=1.0)], [{"CPU": 2.0}])
     with pytest.raises(ResourceError, match="gpu_node"):
-        check_resources([{**plan[0], "resources": {"gpu_node": 1}}], [{"CPU": 2.0}])
+        check_resources([plan[0].replace(resources={"gpu_node": 1})], [{"CPU": 2.0}])
     with pytest.raises(ResourceError, match="CPU"):
-        check_resources([{**plan[0], "num_cpus": 1.5}] * 2 + [plan[0]],
+        check_resources([plan[0].replace(num_cpus=1.5)] * 2 + [plan[0]],
                         [{"CPU": 2.0}, {"CPU": 2.0}])
 
 
 # ---- one island without Ray -------------------------------------------------------------
 def _core(cfg, i=0):
     plan = plan_islands(cfg, [2.0])
-    kw = cfg.eval_kwargs()
-    kw["episodes"] = cfg.episodes
-    return IslandCore(i, plan[i], kw, run_seed=cfg.seed)
+    return IslandCore(plan[i], cfg.eval_spec(), run_seed=cfg.seed)
 
 
 def test_island_rejects_wrong_dimension_immigrants_and_carries_on(caplog):
     cfg = cfg_of(islands=1, strategy="cmaes")
     core = _core(cfg)
     try:
-        good = {"params": np.zeros((1, core.dim)), "fitness": np.array([1.0]), "source": 5}
-        bad = {"params": np.zeros((2, core.dim + 3)), "fitness": np.ones(2), "source": 7}
+        good = Emigrants(np.zeros((1, core.dim)), np.array([1.0]), source=5)
+        bad = Emigrants(np.zeros((2, core.dim + 3)), np.ones(2), source=7)
         with caplog.at_level(logging.WARNING, logger="islands.island"):
             out = core.evolve(2, immigrants=[bad, good])
-        rep = out["report"]
-        assert rep["generation"] == 2 and rep["immigrants"] == 1 and rep["rejected"] == 2
+        rep = out.report
+        assert rep.generation == 2 and rep.immigrants == 1 and rep.rejected == 2
         assert "rejected 2 migrant(s) from island 7" in caplog.text
-        assert out["emigrants"]["params"].shape == (cfg.migrants, core.dim)
+        assert out.emigrants.params.shape == (cfg.migrants, core.dim)
     finally:
         core.close()
 
@@ -154,11 +163,11 @@ def test_island_returns_its_center_once_a_sample_reaches_the_candidate_threshold
     core = _core(cfg)
     try:
         core.candidate_threshold = math.inf  # no sample reaches it
-        assert core.evolve(1)["center"] is None
+        assert core.evolve(1).center is None
         core.candidate_threshold = -math.inf  # every sample does
         out = core.evolve(1)
-        np.testing.assert_array_equal(out["center"], core.strategy.center)
-        assert out["center"].shape == (core.dim,)
+        np.testing.assert_array_equal(out.center, core.strategy.center)
+        assert out.center.shape == (core.dim,)
     finally:
         core.close()
 
@@ -171,7 +180,7 @@ def test_island_state_round_trip_continues_identically():
     try:
         a.evolve(2)
         b.set_state(a.get_state())
-        ra, rb = a.evolve(1)["report"], b.evolve(1)["report"]
+        ra, rb = a.evolve(1).report.row(), b.evolve(1).report.row()
         for k in ("generation", "evals", "env_steps", "fitness_max", "fitness_mean",
                   "best_so_far", "obs_count"):
             assert ra[k] == rb[k], k
@@ -188,7 +197,7 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert summary["solved"], summary
     assert summary["test_mean"] >= 475 and summary["test_episodes"] == 100
     assert summary["stop_reason"] == "target"
-    # candidates alternate, an island's search center first (driver.Candidate)
+    # candidates alternate, an island's search center first (candidates.Candidate)
     assert summary["tests"][0]["kind"] == "center"
     assert {t["kind"] for t in summary["tests"]} <= {"center", "sample"}
     for f in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "fitness.png"):
@@ -238,7 +247,7 @@ def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
     # Stop on time, not on a generation count: with a generation limit a fast island can
     # finish before any other island's emigrants reach it (seen on a loaded machine).
     res = run_arch(cfg)
-    assert [i["strategy"] for i in res.islands] == ["cmaes", "sep-cmaes", "openai-es", "ga"]
+    assert [i.strategy for i in res.islands] == ["cmaes", "sep-cmaes", "openai-es", "ga"]
     for i in range(4):
         rows = rows_of(res, i)
         assert rows[-1]["generation"] >= 2
@@ -265,10 +274,10 @@ def test_screen_rejects_a_hopeless_candidate_and_passes_a_good_one_to_the_full_t
     from islands.evaluate import screened_test
 
     cfg = cfg_of(islands=1, max_episode_steps=500)
-    kw = cfg.eval_kwargs()
+    spec = cfg.eval_spec().replace(episodes=100)
     zero = np.zeros(_core(cfg).dim)  # always pushes left: falls within ~10 steps
-    res = screened_test(kw, zero, None, 100, seed=2**30, target=475.0)
+    res = screened_test(spec, zero, None, seed=2**30, target=475.0)
     assert res["screened_out"] and res["episodes"] == 20 and res["mean"] < 20
-    res = screened_test(kw, zero, None, 100, seed=2**30, target=5.0)  # passes the screen
+    res = screened_test(spec, zero, None, seed=2**30, target=5.0)  # passes the screen
     assert not res.get("screened_out") and res["episodes"] == 100
     assert res["screen"]["episodes"] == 20

@@ -99,15 +99,18 @@ def test_an_envpool_island_resumed_from_a_checkpoint_continues_bit_identically(
     """Island A runs 4 generations (checkpoints at 2 and 4); island B runs 2, and C resumes
     B's checkpoint for 2 more: C must end where A ended, fitness for fitness -- EnvPool
     episodes included, whose generators carry over between calls unless restarted."""
+    from envs import EvalSpec
+    from islands.checkpointing import CheckpointSpec
     from islands.island import IslandCore
+    from islands.planning import IslandSpec
 
-    spec = {"strategy": strategy, "popsize": 6, "sigma": 0.5, "episodes": 3}
-    kw = {"env_id": "CartPole-v1", "backend": "envpool", "policy": "mlp",
-          "policy_options": {"hidden": (4,)}}
+    spec = IslandSpec(index=0, strategy=strategy, popsize=6, sigma=0.5, episodes=3)
+    kw = EvalSpec(env_id="CartPole-v1", backend="envpool", policy="mlp",
+                  policy_options={"hidden": (4,)})
 
     def core(d, load=False):
-        return IslandCore(0, spec, kw, run_seed=5,
-                          checkpoint={"uri": str(tmp_path / d), "interval": 2, "load": load})
+        return IslandCore(spec, kw, run_seed=5,
+                          checkpoint=CheckpointSpec(str(tmp_path / d), interval=2, load=load))
 
     a = core("a")
     a.evolve(2)

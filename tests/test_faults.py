@@ -1,5 +1,5 @@
 """Dying islands: a crashed or killed island actor is restarted by Ray, reloads its last
-checkpoint, the driver resubmits its lost call, and the run finishes."""
+checkpoint, the run loop resubmits its lost call, and the run finishes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import ray
 from conftest import ROOT, subprocess_env
 from test_archipelago import cfg_of
 
-from islands.driver import Archipelago, plan_islands
+from islands.planning import plan_islands
+from islands.runtime.archipelago import Archipelago
 
 
 def test_dying_islands_restart_from_their_checkpoints(ray_session, tmp_path):
@@ -99,7 +100,8 @@ NODE_DEATH = textwrap.dedent("""
     import ray
     from ray.cluster_utils import Cluster
     from islands.config import from_dict, resolve
-    from islands.driver import Archipelago, plan_islands
+    from islands.planning import plan_islands
+    from islands.runtime.archipelago import Archipelago
 
     out = sys.argv[1]
     cluster = Cluster(initialize_head=True, head_node_args=dict(
@@ -120,7 +122,7 @@ NODE_DEATH = textwrap.dedent("""
         arch = Archipelago(cfg, plan_islands(cfg, [1.0, 1.0, 1.0]))
         arch.start()
         infos = arch.wait_ready()
-        victim = next(n for n in nodes if n.node_id == infos[0]["node"])
+        victim = next(n for n in nodes if n.node_id == infos[0].node)
         removed = []
 
         def on_report(rep, status):

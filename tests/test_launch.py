@@ -165,3 +165,22 @@ def test_more_resources_than_the_cluster_has_exits_2_naming_the_resource(tmp_pat
     last = err[-1]
     assert "big_node" in last and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert not out.exists()
+
+
+def test_every_registry_strategy_runs_from_the_launcher_openai_es_nt_included(
+        ray_session, tmp_path, capsys):
+    # In-process on the session's Ray (main() uses an initialized Ray as it is): the same
+    # path as `python -m islands.launch`, without starting a second Ray.
+    out = tmp_path / "nt"
+    code = launch.main(["--islands", "2", "--env", "CartPole-v1", "--strategy",
+                        "openai-es-nt,cmaes", "--popsize", "8", "--episodes", "1",
+                        "--max-episode-steps", "100", "--generations", "6", "--target", "none",
+                        "--test-episodes", "5", "--namespace", "t-nt", "--quiet",
+                        "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    df = pd.read_parquet(out / "metrics.parquet")
+    assert set(df.strategy) == {"openai-es-nt", "cmaes"}
+    assert df[df.strategy == "openai-es-nt"].generation.max() == 6
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["strategies"] == ["openai-es-nt", "cmaes"]
+    assert summary["stop_reason"] == "generations"

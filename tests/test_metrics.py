@@ -1,4 +1,4 @@
-"""Ray metrics of a run (islands.metrics), scraped from Ray's metrics endpoint while a small
+"""Ray metrics of a run (islands.runtime.metrics), scraped from Ray's metrics endpoint while a small
 archipelago runs, plus the coordinator's live status (islands.status) in the same run.
 
 The run is a subprocess (tests/metrics_run.py): ``RAY_metrics_report_interval_ms`` must be
@@ -13,7 +13,7 @@ import sys
 import pytest
 from conftest import ROOT, subprocess_env
 
-from islands.metrics import GENERATION_SECONDS_BOUNDARIES
+from islands.runtime.metrics import GENERATION_SECONDS_BOUNDARIES
 
 
 @pytest.fixture(scope="module")

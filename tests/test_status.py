@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from islands.coordinator import coordinator_actor_class
+from islands.coordinator import CoordinatorSpec
+from islands.messages import Emigrants, EvolveResult, IslandReport
+from islands.runtime.actors import CoordinatorActor
 from islands.status import format_status, main
 
 
 def _result(i, gen, fit, strategy):
-    rep = {"island": i, "strategy": strategy, "generation": gen, "evals": 8 * gen,
-           "env_steps": 100 * gen, "fitness_max": fit, "fitness_mean": fit / 2,
-           "best_so_far": fit, "immigrants": gen // 2, "evals_per_s": 123.4}
-    return {"report": rep, "obs_delta": None, "obs_stats": None,
-            "emigrants": {"params": np.full((1, 3), float(i)), "fitness": np.array([fit]),
-                          "source": i, "generation": gen}}
+    rep = IslandReport(island=i, strategy=strategy, generation=gen, evals=8 * gen,
+                       env_steps=100 * gen, frames=100 * gen, fitness_max=fit,
+                       fitness_mean=fit / 2, best_so_far=fit, immigrants=gen // 2,
+                       immigrants_new=0, rejected=0, call_s=0.1, evals_per_s=123.4,
+                       steps_per_s=1000.0, island_wall_s=1.0, obs_count=0.0)
+    return EvolveResult(report=rep,
+                        emigrants=Emigrants(np.full((1, 3), float(i)), np.array([fit]), i, gen))
 
 
 def test_status_table_from_a_coordinator(ray_session):
     ray = ray_session
     ns = "status-test"
-    topo = {"kind": "ring", "n": 2, "degree": 1, "edges": None, "seed": 0}
-    coord = coordinator_actor_class().options(name="coordinator", namespace=ns).remote(
-        2, topo, 1, 1, 5, False, env="CartPole-v1")
+    spec = CoordinatorSpec(n_islands=2, topology="ring", migrants=1, migration_interval=1,
+                           obs_sync_interval=5, env="CartPole-v1")
+    coord = CoordinatorActor.options(name="coordinator", namespace=ns).remote(
+        spec, None, False)
     try:
         ray.get(coord.report.remote(0, _result(0, 3, 20.0, "cmaes")))
         ray.get(coord.report.remote(1, _result(1, 2, 35.5, "ga")))

@@ -1,7 +1,7 @@
 """Custom Ray metrics of a run, for Prometheus / Grafana and the Ray dashboard.
 
-Recorded inside the actors (never in :class:`~islands.island.IslandCore`, which stays free
-of Ray): :class:`IslandMetrics` by each island actor after every ``evolve`` call,
+Recorded inside the actors of :mod:`islands.runtime.actors` (never in the plain cores):
+:class:`IslandMetrics` by each island actor after every ``evolve`` call,
 :class:`CoordinatorMonitor` by the coordinator after every report. Ray exports them from
 each node's metrics agent (``http://<node ip>:<metrics_export_port>/metrics``) with a
 ``ray_`` prefix; counters get a ``_total`` suffix, histograms ``_bucket``/``_sum``/``_count``.
@@ -29,6 +29,8 @@ from __future__ import annotations
 import logging
 import math
 from typing import Any
+
+from ..messages import HofSummary, IslandReport
 
 log = logging.getLogger("islands.metrics")
 
@@ -91,7 +93,7 @@ class IslandMetrics:
         self._warned = False
         _create_now(self.tags["island"])
 
-    def record(self, report: dict[str, Any], generations: int) -> None:
+    def record(self, report: IslandReport, generations: int) -> None:
         try:
             self._record(report, generations)
         except Exception as e:  # monitoring must never stop evolution
@@ -99,24 +101,24 @@ class IslandMetrics:
                 self._warned = True
                 log.warning("%s: recording metrics failed: %s", self.tags["island"], e)
 
-    def _record(self, report: dict[str, Any], generations: int) -> None:
+    def _record(self, report: IslandReport, generations: int) -> None:
         m, tags = _metrics(), self.tags
-        best = float(report["best_so_far"])
+        best = float(report.best_so_far)
         if math.isfinite(best):
             m["best_fitness"].set(best, tags=tags)
-        m["generation"].set(float(report["generation"]), tags=tags)
-        m["evals_per_second"].set(float(report["evals_per_s"]), tags=tags)
-        steps = int(report["env_steps"])
+        m["generation"].set(float(report.generation), tags=tags)
+        m["evals_per_second"].set(float(report.evals_per_s), tags=tags)
+        steps = int(report.env_steps)
         # The first record counts everything so far (after a restart from a checkpoint the
         # counter starts again with the process; Prometheus' rate() handles resets).
         delta = steps - (self._env_steps or 0)
         self._env_steps = steps
         if delta > 0:
             m["env_steps"].inc(delta, tags=tags)
-        if int(report.get("immigrants_new", 0)) > 0:
-            m["immigrants"].inc(int(report["immigrants_new"]), tags=tags)
+        if report.immigrants_new > 0:
+            m["immigrants"].inc(int(report.immigrants_new), tags=tags)
         if generations > 0:
-            m["generation_seconds"].observe(float(report["call_s"]) / generations, tags=tags)
+            m["generation_seconds"].observe(float(report.call_s) / generations, tags=tags)
 
 
 class CoordinatorMonitor:
@@ -129,12 +131,12 @@ class CoordinatorMonitor:
         self._warned = False
         _create_now("coordinator")
 
-    def observe(self, i: int, report: dict[str, Any], hof: dict[str, Any]) -> None:
-        self.latest[int(i)] = dict(report)
+    def observe(self, i: int, report: IslandReport, hof: HofSummary) -> None:
+        self.latest[int(i)] = report.row()
         try:
-            f = hof.get("fitness")
-            if f is not None and math.isfinite(float(f)) and hof.get("island") is not None:
-                holder = int(hof["island"])
+            f = hof.fitness
+            if f is not None and math.isfinite(float(f)) and hof.island is not None:
+                holder = int(hof.island)
                 strategy = self.latest.get(holder, {}).get("strategy", "")
                 _metrics()["global_best"].set(float(f), tags={
                     "island": island_tag(holder), "strategy": str(strategy), "env": self.env})
@@ -143,6 +145,7 @@ class CoordinatorMonitor:
                 self._warned = True
                 log.warning("coordinator: recording metrics failed: %s", e)
 
-    def status(self, hof: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    def status(self, hof: HofSummary, stats: dict[str, Any]) -> dict[str, Any]:
+        """Plain values for ``python -m islands.status`` (which needs no islands code)."""
         return {"env": self.env, "islands": [self.latest[i] for i in sorted(self.latest)],
-                "hof": dict(hof), "stats": dict(stats)}
+                "hof": vars(hof), "stats": dict(stats)}

@@ -1,0 +1,122 @@
+"""What crosses process boundaries in a run: plain dataclasses of numpy arrays and numbers.
+
+One generation's trip (see docs/DEVELOPING.md): the loop calls an island's ``evolve(k,
+immigrants, obs_stats)``, which returns an :class:`EvolveResult`; the loop forwards that
+result to the coordinator, whose answer is a :class:`CoordinatorReply`; the reply's
+immigrants (:class:`Emigrants` batches from other islands) and merged observation
+statistics travel with the island's next ``evolve`` call. The evaluator an island builds
+is described by an ``envs.EvalSpec``; the island itself by a ``planning.IslandSpec``.
+
+Observation statistics travel as ``RunningMeanStd.state_dict()`` (``{"count", "mean",
+"var"...}`` as policies.obsnorm defines it); an island's new observations since its last
+report travel as a moment delta ``{"count", "mean", "m2"}`` (Chan et al., mergeable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Emigrants:
+    """Genomes leaving island ``source`` after its generation ``generation``: its best, with
+    the fitness measured there, best first."""
+
+    params: np.ndarray  # (m, D)
+    fitness: np.ndarray  # (m,)
+    source: int
+    generation: int = 0
+
+    def __len__(self) -> int:
+        return int(np.size(self.fitness))
+
+
+@dataclass
+class IslandReport:
+    """One island's state after an ``evolve`` call: one row of ``metrics.parquet``."""
+
+    island: int
+    strategy: str
+    generation: int
+    evals: int
+    env_steps: int
+    frames: int
+    fitness_max: float  # of the last generation's population (NaN: none finite)
+    fitness_mean: float
+    best_so_far: float  # the strategy's best fitness ever measured
+    immigrants: int  # migrant genomes accepted, cumulative
+    immigrants_new: int  # accepted in this call
+    rejected: int  # migrant genomes refused (wrong dimension), cumulative
+    call_s: float
+    evals_per_s: float
+    steps_per_s: float
+    island_wall_s: float
+    obs_count: float  # observations behind the island's normalization (0: none)
+
+    def row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class EvolveResult:
+    """What ``IslandCore.evolve`` returns."""
+
+    report: IslandReport
+    emigrants: Emigrants  # the best genomes evaluated during the call
+    # The search center (distribution mean; GA elite), only once the best sample of the
+    # call reached the island's candidate threshold: a large network's center is megabytes.
+    center: np.ndarray | None = None
+    obs_delta: dict[str, Any] | None = None  # new observation moments since the last call
+    obs_stats: dict[str, Any] | None = None  # the statistics this call normalized with
+
+
+@dataclass
+class HofSummary:
+    """Who holds the hall of fame: the best fitness any island measured."""
+
+    fitness: float = -math.inf
+    island: int | None = None
+    generation: int | None = None
+
+
+@dataclass
+class HallOfFame(HofSummary):
+    """The hall of fame with its genome and the statistics it was evaluated under."""
+
+    params: np.ndarray | None = None
+    obs_stats: dict[str, Any] | None = None
+
+    def summary(self) -> HofSummary:
+        return HofSummary(self.fitness, self.island, self.generation)
+
+
+@dataclass
+class CoordinatorReply:
+    """The coordinator's answer to one island report, for that island's next call."""
+
+    immigrants: list[Emigrants]
+    obs_stats: dict[str, Any] | None  # merged statistics, when this island is due for them
+    hof: HofSummary
+
+
+@dataclass
+class IslandInfo:
+    """What an island tells about itself once built."""
+
+    island: int
+    strategy: str
+    dim: int
+    popsize: int
+    device: str
+    num_threads: int
+    backend: str
+    policy_spec: dict[str, Any]
+    generation: int
+    restored_generation: int | None
+    node: str | None = None  # Ray node id (set by the actor)
+    gpu_ids: list[str] = dataclasses.field(default_factory=list)

@@ -1,0 +1,71 @@
+"""What a finished run leaves in its directory: metrics, summary, solution, plot.
+
+Plain Python: takes the run loop's :class:`~islands.runtime.archipelago.RunResult` and the
+plan, and writes through :class:`~islands.rundir.RunDir`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import Config
+from .messages import IslandInfo
+from .planning import IslandSpec
+from .rundir import RunDir
+
+
+def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], result,
+              startup_s: float) -> dict[str, Any]:
+    """``summary.json``'s contents."""
+    last: dict[int, dict[str, Any]] = {}
+    for r in result.rows:
+        last[r["island"]] = r
+    best, test = result.best, result.test or {}
+    return {
+        "env": cfg.env,
+        "islands": cfg.islands,
+        "strategies": [s.strategy for s in plan],
+        "best_fitness": float(result.hof["fitness"]),
+        "test_mean": test.get("mean"),
+        "test_std": test.get("std"),
+        "test_episodes": test.get("episodes", 0),
+        "solved": result.solved,
+        "target": cfg.target,
+        "stop_reason": result.stop_reason,
+        "wall_s": result.wall_s,
+        "startup_s": startup_s,
+        "total_evals": sum(r["evals"] for r in last.values()),
+        "total_env_steps": sum(r["env_steps"] for r in last.values()),
+        "generations": {str(i): r["generation"] for i, r in sorted(last.items())},
+        "hall_of_fame": result.hof,
+        "solution": None if best is None else {
+            "island": best.island, "generation": best.generation,
+            "training_fitness": best.fitness},
+        "tests": result.tests,
+        "migration": result.coordinator_stats,
+        "cpus_per_island": [s.num_cpus for s in plan],
+        "num_params": infos[0].dim if infos else None,
+        "backend": infos[0].backend if infos else None,
+        "island_restarts": list(result.restarts),
+    }
+
+
+def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo],
+                  result, startup_s: float) -> dict[str, Any]:
+    """Write metrics.parquet, summary.json, solution.npz/.json and fitness.png; returns the
+    summary."""
+    rd.write_metrics(result.rows)
+    summary = summarize(cfg, plan, infos, result, startup_s)
+    rd.write_summary(summary)
+    best = result.best
+    if best is not None:
+        # The test's evaluation, with the backend the islands used; the policy is saved
+        # on its own (its spec), and islands.evaluate chooses the number of episodes.
+        spec = cfg.test_spec().replace(backend=infos[0].backend).to_dict()
+        env = {k: v for k, v in spec.items() if k not in ("policy", "policy_options",
+                                                          "episodes")}
+        meta = {"training_fitness": best.fitness, "island": best.island,
+                "generation": best.generation, "test": result.test or {}}
+        rd.save_solution(best.params, infos[0].policy_spec, best.obs_stats, env, meta)
+    rd.plot(result.rows, title=f"{cfg.env}: {cfg.islands} islands")
+    return summary

@@ -1,0 +1,143 @@
+"""Planning a run: one :class:`IslandSpec` per island, CPU shares, and the resource check.
+
+Plain Python: the launcher plans with the cluster's node resources (read through Ray by
+``runtime.cluster.cluster_nodes``) and checks the plan before creating any actor, so a run
+that cannot be placed fails in seconds instead of leaving actors pending forever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Config, strategies_of
+from .envdefaults import env_defaults
+
+
+class ResourceError(RuntimeError):
+    """The cluster cannot place what the run asks for; one-line message."""
+
+
+@dataclass(frozen=True)
+class IslandSpec:
+    """One island of the plan: its strategy and settings, and what it asks Ray for."""
+
+    index: int
+    strategy: str
+    popsize: int | None = None  # None: the strategy's default
+    sigma: float | None = None  # None: the strategy's default
+    options: dict[str, Any] = field(default_factory=dict)  # strategy keyword arguments
+    episodes: int = 1  # per fitness evaluation
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    resources: dict[str, float] = field(default_factory=dict)
+    slowdown_s: float = 0.0  # debug: sleep after each generation (an island slow on purpose)
+    emigrants: int = 1  # genomes returned per call
+    # A call whose best sample reaches this also returns the island's search center, a
+    # candidate to test (candidates.Candidate); None: never.
+    candidate_threshold: float | None = None
+    debug_exit_after_gen: int | None = None  # debug (fault tests): exit once, there
+
+    def needs(self) -> dict[str, float]:
+        """Ray resources of this island's actor (zero amounts left out)."""
+        need = {"CPU": self.num_cpus, "GPU": self.num_gpus, **self.resources}
+        return {k: float(v) for k, v in need.items() if v}
+
+    def replace(self, **changes: Any) -> IslandSpec:
+        return dataclasses.replace(self, **changes)
+
+
+def default_cpu_share(n_islands: int, node_cpus: list[float]) -> float:
+    """The largest CPU share s such that ``n_islands`` actors of s CPUs fit on the nodes
+    (sum over nodes of floor(cpus / s) >= n). Shares >= 1 are whole CPUs; smaller ones are
+    rounded down to Ray's 0.0001 granularity."""
+    best = 0.0
+    for c in node_cpus:
+        for k in range(1, n_islands + 1):
+            s = c / k
+            if s > best and sum(math.floor(x / s + 1e-9) for x in node_cpus) >= n_islands:
+                best = s
+    if best >= 1:
+        return float(math.floor(best + 1e-9))
+    return max(math.floor(best * 1e4) / 1e4, 1e-4)
+
+
+def plan_islands(cfg: Config, node_cpus: list[float] | None = None) -> list[IslandSpec]:
+    """One spec per island: strategy (round-robin over --strategy, or the island_specs
+    entry), popsize, sigma, options, episodes, resources, slowdown, emigrant count."""
+    share = cfg.cpus_per_island
+    if share is None:
+        share = default_cpu_share(cfg.islands, node_cpus or [1.0])
+    entries = cfg.island_specs or [{}] * cfg.islands
+    return [_island_spec(cfg, i, dict(entries[i]), share) for i in range(cfg.islands)]
+
+
+def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> IslandSpec:
+    names = strategies_of(cfg)
+    strategy = s.get("strategy") or names[i % len(names)]
+    table = env_defaults(cfg.env)
+    if "sigma" in s:
+        sigma = s["sigma"]
+    elif cfg.sigma is not None:
+        sigma = cfg.sigma
+    else:  # the table's sigma was tuned for the table's strategy only
+        sigma = table["sigma"] if strategy == table["strategy"] else None
+    return IslandSpec(
+        index=i, strategy=strategy, popsize=s.get("popsize", cfg.popsize), sigma=sigma,
+        options={**cfg.strategy_options, **(s.get("options") or {})},
+        episodes=int(s.get("episodes", cfg.episodes)),
+        num_cpus=float(s.get("num_cpus", share)),
+        num_gpus=float(s.get("num_gpus", cfg.gpus_per_island)),
+        resources=dict(s.get("resources", cfg.resources_per_island) or {}),
+        slowdown_s=float(s.get("slowdown_s", 0.0)),
+        emigrants=max(1, cfg.migrants),
+        candidate_threshold=None if cfg.target is None else float(cfg.target),
+        debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
+                              if cfg.debug_exit_island == i else None),
+    )
+
+
+def check_resources(plan: list[IslandSpec], nodes: list[dict[str, float]]) -> None:
+    """ResourceError naming the missing resource if the islands cannot all be placed on
+    ``nodes`` (each a dict of total resources), checked by first-fit packing."""
+    totals: dict[str, float] = {}
+    for n in nodes:
+        for k, v in n.items():
+            totals[k] = totals.get(k, 0.0) + v
+    free = [dict(n) for n in nodes]
+    for spec in sorted(plan, key=lambda s: -sum(s.needs().values())):
+        need = spec.needs()
+        _check_some_node_has(spec, need, nodes, totals)
+        for n in free:
+            if all(n.get(k, 0.0) + 1e-9 >= v for k, v in need.items()):
+                for k, v in need.items():
+                    n[k] -= v
+                break
+        else:
+            raise _cannot_pack(plan, spec, need, totals)
+
+
+def _check_some_node_has(spec: IslandSpec, need: dict[str, float], nodes, totals) -> None:
+    for k, v in need.items():
+        if totals.get(k, 0.0) + 1e-9 < v or not any(n.get(k, 0) + 1e-9 >= v for n in nodes):
+            have = max((n.get(k, 0.0) for n in nodes), default=0.0)
+            raise ResourceError(
+                f"island {spec.index} needs {k}={v:g} but no node in the cluster has "
+                f"that much {k} (largest: {have:g}, cluster total: {totals.get(k, 0):g})")
+
+
+def _cannot_pack(plan: list[IslandSpec], spec: IslandSpec, need: dict[str, float],
+                 totals: dict[str, float]) -> ResourceError:
+    total_need = {k: sum(s.needs().get(k, 0.0) for s in plan) for k in need}
+    short = [k for k in need if total_need[k] > totals.get(k, 0.0) + 1e-9]
+    if short:
+        return ResourceError(
+            f"the cluster cannot place all {len(plan)} islands: they need "
+            + ", ".join(f"{k}={total_need[k]:g}" for k in short)
+            + " in total, the cluster has "
+            + ", ".join(f"{k}={totals.get(k, 0):g}" for k in short))
+    return ResourceError(
+        f"the cluster cannot place all {len(plan)} islands: no node has room for "
+        f"island {spec.index} ({', '.join(f'{k}={v:g}' for k, v in need.items())})")

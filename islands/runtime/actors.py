@@ -1,0 +1,153 @@
+"""The three actors of a run, each a thin Ray wrapper of a plain-Python core.
+
+- ``island-NN`` (:class:`IslandActor`): an :class:`~islands.island.IslandCore`; sizes torch
+  and EnvPool threads from its CPU share and picks CUDA when Ray gave it a GPU.
+- ``coordinator`` (:class:`CoordinatorActor`): a
+  :class:`~islands.coordinator.CoordinatorCore`, plus the live status and global-best metric.
+- ``tester`` (:class:`TesterActor`): tests candidate genomes (``evaluate.screened_test``).
+
+Fault tolerance: the launcher creates islands and the coordinator with ``max_restarts``
+and ``max_task_retries=0`` (Ray's retries do not keep the order of calls; the loop
+resubmits); a restarted actor reloads its last checkpoint (``was_reconstructed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+import ray
+
+from ..checkpointing import CheckpointSpec
+from ..coordinator import CoordinatorCore, CoordinatorSpec
+from ..island import IslandCore
+from ..messages import CoordinatorReply, EvolveResult, HallOfFame, HofSummary, IslandInfo
+from ..planning import IslandSpec
+
+log = logging.getLogger("islands.island")
+
+COORDINATOR_NAME = "coordinator"
+TESTER_NAME = "tester"
+
+
+def island_name(index: int) -> str:
+    return f"island-{index:02d}"
+
+
+def was_reconstructed() -> bool:
+    """Inside an actor: True when Ray restarted it after a death (reload the checkpoint)."""
+    with warnings.catch_warnings():  # Ray 2.60 warns about an internal deprecated call here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+
+
+def _pick_device(index: int, device: str) -> str:
+    import torch
+
+    if device != "auto":
+        return device
+    gpus = ray.get_gpu_ids()
+    if gpus and not torch.cuda.is_available():
+        log.warning("island %d: Ray assigned GPU %s but torch sees no CUDA; using the CPU",
+                    index, gpus)
+    return "cuda" if gpus and torch.cuda.is_available() else "cpu"
+
+
+@ray.remote
+class IslandActor:
+    """Ray wrapper around :class:`~islands.island.IslandCore` (named ``island-NN``)."""
+
+    def __init__(self, spec: IslandSpec, eval_spec, run_seed: int = 0, device: str = "auto",
+                 checkpoint: CheckpointSpec | None = None) -> None:
+        import torch
+
+        from .metrics import IslandMetrics
+
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        # Ray sets OMP_NUM_THREADS from the CPU share, but be explicit: fractional shares
+        # still get one thread, 2 CPUs get 2 (torch and EnvPool alike).
+        threads = max(1, round(float(spec.num_cpus or 1)))
+        torch.set_num_threads(threads)
+        self.core = IslandCore(spec, eval_spec, run_seed=run_seed, num_threads=threads,
+                               device=_pick_device(spec.index, device), checkpoint=checkpoint,
+                               reconstructed=was_reconstructed())
+        self.metrics = IslandMetrics(spec.index, spec.strategy, eval_spec.env_id)
+
+    def evolve(self, k: int = 1, immigrants=None, obs_stats=None) -> EvolveResult:
+        out = self.core.evolve(k, immigrants, obs_stats)
+        self.metrics.record(out.report, int(k))  # Ray metrics (runtime.metrics)
+        return out
+
+    def checkpoint(self) -> int:
+        return self.core.checkpoint()
+
+    def info(self) -> IslandInfo:
+        info = self.core.info()
+        info.node = ray.get_runtime_context().get_node_id()
+        info.gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+        return info
+
+
+@ray.remote(num_cpus=0)
+class CoordinatorActor:
+    """Ray wrapper around :class:`~islands.coordinator.CoordinatorCore` (named
+    ``coordinator``). Needs no CPU of its own: its work per report is a few array copies."""
+
+    def __init__(self, spec: CoordinatorSpec, checkpoint: CheckpointSpec | None = None,
+                 obs_norm: bool = True) -> None:
+        from .metrics import CoordinatorMonitor
+
+        # Latest report per island (islands.status) and the global-best Ray metric.
+        self.monitor = CoordinatorMonitor(spec.env)
+        if obs_norm:
+            # Import now (it pulls in torch via the policies package): a first import
+            # inside report() would stall every reply for seconds.
+            import policies.obsnorm  # noqa: F401
+        self.core = CoordinatorCore(spec, checkpoint, reconstructed=was_reconstructed())
+
+    def report(self, i: int, result: EvolveResult) -> CoordinatorReply:
+        reply = self.core.report(i, result)
+        self.monitor.observe(i, result.report, reply.hof)
+        return reply
+
+    def checkpoint(self) -> int:
+        return self.core.checkpoint()
+
+    def status(self) -> dict[str, Any]:
+        """Latest report per island, hall-of-fame summary, migration stats."""
+        return self.monitor.status(self.core.hof_summary(), self.core.stats())
+
+    def hall_of_fame(self) -> HallOfFame:
+        return self.core.hall_of_fame()
+
+    def hof_summary(self) -> HofSummary:
+        return self.core.hof_summary()
+
+    def stats(self) -> dict[str, Any]:
+        return self.core.stats()
+
+    def ping(self) -> bool:
+        return True
+
+
+@ray.remote(num_cpus=0)
+class TesterActor:
+    """Tests candidate genomes off the islands' critical path. An actor rather than a task
+    so that its process (torch, EnvPool imports: seconds) starts once, with the run."""
+
+    def __init__(self) -> None:
+        import torch
+
+        import envs  # noqa: F401
+        import policies  # noqa: F401
+
+        torch.set_num_threads(1)  # tests run beside the islands; one thread each
+
+    def test(self, test_spec, params, obs_stats, seed: int, target=None) -> dict[str, Any]:
+        from ..evaluate import screened_test
+
+        return screened_test(test_spec, params, obs_stats, seed, target)
+
+    def ping(self) -> bool:
+        return True

@@ -1,0 +1,201 @@
+"""The actors of one run: start them, wait until they are ready, drive them, shut them down.
+
+``Archipelago(cfg, plan)`` creates the named actors (``coordinator``, ``island-NN``, later
+``tester``) in the run's Ray namespace; ``run()`` hands them to the event loop
+(:mod:`.loop`) and, once it stops, collects the hall of fame, writes final checkpoints,
+tests what still needs a test and chooses the solution (``candidates.choose_solution``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ray
+
+from ..candidates import Candidate
+from ..checkpointing import CheckpointSpec
+from ..config import Config
+from ..coordinator import CoordinatorSpec
+from ..messages import HallOfFame, IslandInfo
+from ..planning import IslandSpec, ResourceError
+from ..seeds import candidate_test_seed
+from .actors import (
+    COORDINATOR_NAME,
+    TESTER_NAME,
+    CoordinatorActor,
+    IslandActor,
+    TesterActor,
+    island_name,
+)
+from .cluster import root_message
+from .loop import RunLoop, RunResult
+
+log = logging.getLogger("islands.driver")
+
+
+class StartError(RuntimeError):
+    """An island actor could not be constructed; one-line message."""
+
+
+def coordinator_spec(cfg: Config) -> CoordinatorSpec:
+    return CoordinatorSpec(
+        n_islands=cfg.islands, topology=cfg.topology, topology_degree=cfg.topology_degree,
+        edges=cfg.edges, seed=cfg.seed, migrants=cfg.migrants,
+        migration_interval=cfg.migration_interval, obs_sync_interval=cfg.obs_sync_interval,
+        env=cfg.env)
+
+
+class Archipelago:
+    """Creates the named actors for a plan and drives them (see the module docstring)."""
+
+    def __init__(self, cfg: Config, plan: list[IslandSpec], resume: bool = False) -> None:
+        self.cfg = cfg
+        self.plan = plan
+        self.resume = resume  # islands and coordinator start from their checkpoints
+        self.prior_rows: list[dict[str, Any]] = []  # metrics of the run being resumed
+        self.stop_signal: int | None = None  # set (by a signal handler) to stop the run
+        self.islands: list[Any] = []
+        self.coordinator = None
+        self.tester = None
+        self.infos: list[IslandInfo] = []
+
+    # ---- actors ----------------------------------------------------------------------
+    def _names(self) -> list[str]:
+        return [COORDINATOR_NAME, TESTER_NAME] + [island_name(s.index) for s in self.plan]
+
+    def start(self) -> None:
+        cfg, ns = self.cfg, self.cfg.namespace
+        for name in self._names():
+            try:
+                ray.get_actor(name, namespace=ns)
+            except ValueError:
+                continue
+            raise ResourceError(f"actor {name!r} already exists in Ray namespace {ns!r}: "
+                                f"another run is active there; pass --namespace")
+        uri = cfg.checkpoint_uri
+        ckpt = None if uri is None else CheckpointSpec(
+            uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
+        # Restarted actors reload their checkpoints; failed calls are resubmitted by the
+        # loop (max_task_retries=0: Ray's retries do not keep the order of calls).
+        ft = dict(max_restarts=cfg.max_restarts, max_task_retries=0)
+        self.coordinator = CoordinatorActor.options(
+            name=COORDINATOR_NAME, namespace=ns, **ft
+        ).remote(coordinator_spec(cfg), ckpt, bool(cfg.obs_norm))
+        eval_spec = cfg.eval_spec()
+        for spec in self.plan:
+            opts: dict[str, Any] = dict(name=island_name(spec.index), namespace=ns,
+                                        num_cpus=spec.num_cpus, num_gpus=spec.num_gpus, **ft)
+            if spec.resources:
+                opts["resources"] = spec.resources
+            self.islands.append(IslandActor.options(**opts).remote(
+                spec, eval_spec, cfg.seed, cfg.device, ckpt))
+
+    def wait_ready(self, timeout: float = 300) -> list[IslandInfo]:
+        """Block until every island is constructed; StartError with the island's own
+        one-line error if one fails (bad strategy option, env that will not build)."""
+        try:
+            ray.get(self.coordinator.ping.remote(), timeout=timeout)
+        except ray.exceptions.RayError as e:
+            raise StartError(f"the coordinator failed to start: {root_message(e)}") from None
+        self.infos = [self._wait_island(spec, h, timeout)
+                      for spec, h in zip(self.plan, self.islands, strict=True)]
+        # The tester starts now, not with the islands: its imports (seconds of CPU) then
+        # overlap the first generations, when there is nothing to test yet, instead of
+        # slowing the islands' start. Stateless: after a restart Ray may re-run its calls.
+        if self.tester is None:
+            self.tester = TesterActor.options(
+                name=TESTER_NAME, namespace=self.cfg.namespace,
+                max_restarts=self.cfg.max_restarts, max_task_retries=-1).remote()
+        return self.infos
+
+    @staticmethod
+    def _wait_island(spec: IslandSpec, handle, timeout: float) -> IslandInfo:
+        try:
+            return ray.get(handle.info.remote(), timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise StartError(f"island {spec.index} did not start within {timeout:g} s "
+                             f"(resources {spec.needs()} not available?)") from None
+        except ray.exceptions.RayError as e:
+            raise StartError(f"island {spec.index} failed to start: "
+                             f"{root_message(e)}") from None
+
+    def shutdown(self) -> None:
+        """Kill the actors and wait (briefly) until their names are free again."""
+        handles = [(island_name(s.index), h)
+                   for s, h in zip(self.plan, self.islands, strict=False)]
+        handles += [(n, h) for n, h in ((COORDINATOR_NAME, self.coordinator),
+                                         (TESTER_NAME, self.tester)) if h is not None]
+        for _, h in handles:
+            try:
+                ray.kill(h, no_restart=True)
+            except Exception:  # already dead
+                pass
+        deadline = time.monotonic() + 10
+        for name, _ in handles:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name, namespace=self.cfg.namespace)
+                except ValueError:
+                    break
+                time.sleep(0.05)
+        self.islands, self.coordinator, self.tester = [], None, None
+
+    # ---- calls the loop makes --------------------------------------------------------
+    def submit_test(self, cand: Candidate, n: int, screen: bool = True):
+        """Test ``cand`` (the run's ``n``-th test) on fresh episodes; with ``screen`` a
+        short screen first rejects candidates clearly below the target."""
+        return self.tester.test.remote(
+            self.cfg.test_spec(), cand.params, cand.obs_stats, candidate_test_seed(n),
+            self.cfg.target if screen else None)
+
+    def coordinator_final(self, in_flight: dict[Any, tuple[int, Any]],
+                          unsent: list[tuple[int, Any]], timeout: float = 120.0
+                          ) -> tuple[HallOfFame, dict[str, Any]]:
+        """Hall of fame and stats from the coordinator after it has taken every report
+        (those in flight, and those it lost while restarting), waiting for it to come back
+        if it is restarting."""
+        deadline = time.monotonic() + timeout
+        unsent = list(unsent)
+        # Reports sent while it was restarting are taken once it is back; lost ones resent.
+        for reply, (i, r) in in_flight.items():
+            try:
+                ray.get(reply, timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                unsent.append((i, r))
+            except (ray.exceptions.RayError, TimeoutError):
+                pass
+        while True:
+            try:
+                for i, r in unsent:
+                    ray.get(self.coordinator.report.remote(i, r))
+                unsent = []
+                return (ray.get(self.coordinator.hall_of_fame.remote()),
+                        ray.get(self.coordinator.stats.remote()))
+            except ray.exceptions.RayActorError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def final_checkpoint(self, islands: list[Any], timeout: float = 120.0) -> None:
+        """Checkpoint the given islands and the coordinator; a call that fails or takes
+        longer than ``timeout`` leaves that actor's previous checkpoint in place."""
+        refs = [h.checkpoint.remote() for h in islands]
+        refs.append(self.coordinator.checkpoint.remote())
+        deadline = time.monotonic() + timeout
+        for r in refs:
+            try:
+                ray.get(r, timeout=max(0.1, deadline - time.monotonic()))
+            except (ray.exceptions.RayError, TimeoutError) as e:
+                log.warning("final checkpoint incomplete: %s", root_message(e))
+
+    # ---- the run ---------------------------------------------------------------------
+    def run(self, on_report: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+            ) -> RunResult:
+        """Drive the islands until a stop condition (:class:`.loop.RunLoop`); then wrap up.
+        ``on_report(row, status)`` is called after each island report."""
+        loop = RunLoop(self, on_report)
+        loop.run()
+        return loop.wrap_up()

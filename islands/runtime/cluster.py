@@ -1,0 +1,102 @@
+"""Ray itself: joining or starting a cluster, its nodes, errors on one line, the live status.
+
+``connect`` starts an embedded local Ray (``address="local"``: never attaches to another
+one by accident) unless ``--address`` / ``RAY_ADDRESS`` names a cluster to join.
+``fetch_status`` is what ``python -m islands.status`` asks the running coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+import ray
+
+from ..config import Config, ConfigError
+from .actors import COORDINATOR_NAME
+
+
+class StatusError(RuntimeError):
+    """No cluster or no coordinator; one-line message."""
+
+
+def connect(cfg: Config) -> bool:
+    """Connect to (or start) Ray; True when this call did it (so we shut it down after)."""
+    if ray.is_initialized():
+        return False
+    address = cfg.address or os.environ.get("RAY_ADDRESS")
+    kw: dict[str, Any] = dict(namespace=cfg.namespace, log_to_driver=not cfg.quiet,
+                              logging_level=logging.WARNING)
+    if address:
+        try:
+            ray.init(address=address, **kw)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            msg = str(e).strip().splitlines()
+            raise ConfigError(f"cannot join the Ray cluster at {address!r}: "
+                              f"{msg[0] if msg else type(e).__name__}") from None
+    else:
+        # "local" always starts a fresh Ray, even if /tmp/ray/ray_current_cluster names a
+        # running one (ray-notes); CPUs and memory default to the machine's.
+        ray.init(address="local", include_dashboard=cfg.dashboard, **kw)
+    return True
+
+
+def cluster_nodes() -> list[dict[str, float]]:
+    """Total resources of each live node of the connected Ray cluster."""
+    return [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
+
+
+def root_message(e: BaseException) -> str:
+    """The innermost exception's ``Type: message`` from a Ray error, on one line."""
+    def inner(x):
+        return getattr(x, "cause", None) or x.__cause__
+
+    cause = inner(e)
+    while cause is not None and inner(cause) is not None:
+        cause = inner(cause)
+    src = cause if cause is not None else e
+    lines = [ln for ln in str(src).strip().splitlines() if ln.strip()]
+    msg = lines[-1] if lines else ""
+    return f"{type(cause).__name__}: {msg}" if cause is not None else msg
+
+
+def _gcs_reachable(address: str, timeout: float = 3.0) -> bool:
+    """False when ``host:port`` refuses a TCP connection: ray.init would wait minutes for
+    a GCS there. Other address forms (auto, ray://, http://) are left to ray.init."""
+    if address == "auto" or "://" in address or ":" not in address:
+        return True
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> dict[str, Any]:
+    """Connect (if not connected) and return ``coordinator.status()``; StatusError if there
+    is no cluster or no run."""
+    if not ray.is_initialized():
+        if address and not _gcs_reachable(address):
+            raise StatusError(f"no Ray cluster at {address!r}: nothing listens there")
+        try:
+            # address None: RAY_ADDRESS, then the running local cluster; never starts one.
+            ray.init(address=address or "auto", namespace=namespace, log_to_driver=False,
+                     logging_level=logging.ERROR)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            msg = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+            raise StatusError(f"no Ray cluster at {address or 'auto'!r}: "
+                              f"{msg[0] if msg else type(e).__name__}") from None
+    try:
+        coord = ray.get_actor(COORDINATOR_NAME, namespace=namespace)
+    except ValueError:
+        raise StatusError(f"no running archipelago: no actor {COORDINATOR_NAME!r} in Ray "
+                          f"namespace {namespace!r} (wrong --namespace?)") from None
+    try:
+        return ray.get(coord.status.remote(), timeout=timeout)
+    except ray.exceptions.RayError as e:
+        line = str(e).strip().splitlines()
+        raise StatusError(f"the coordinator did not answer: "
+                          f"{line[-1] if line else type(e).__name__}") from None

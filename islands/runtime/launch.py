@@ -1,0 +1,97 @@
+"""One whole run on Ray, from a resolved config to its run directory.
+
+Order of work, so that bad input never leaves anything behind: connect to Ray (or start an
+embedded one); plan the islands and check that the cluster can place them (missing GPU /
+custom resource -> ResourceError within seconds instead of actors pending forever); start
+the actors and wait until each has built its evaluator and strategy; only then create the
+run directory, drive the run, and write its outputs; stop the actors (and the embedded Ray).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import ray
+
+from ..config import Config, ConfigError, default_out_dir, resolve
+from ..outputs import write_outputs
+from ..placement import place_by_node_type
+from ..planning import check_resources, plan_islands
+from ..rundir import RunDir, check_new
+from ..signals import SIGNALS
+from .archipelago import Archipelago
+from .cluster import cluster_nodes, connect
+
+FLUSH_S = 30.0  # seconds between metrics.parquet rewrites during a run
+
+
+def run(cfg: Config, out: str | None = None, display: bool = True) -> dict[str, Any]:
+    """Run a resolved config; returns the summary dict (also written to the run directory).
+    Raises ConfigError / ResourceError / StartError on bad input. ``cfg.resume`` set:
+    continue the run in that directory from its checkpoints. Uses an already-initialized
+    Ray as it is."""
+    from ..resume import check_resume, prior_rows
+
+    t_start = time.monotonic()
+    resume = cfg.resume is not None
+    out = cfg.resume if resume else (out or cfg.out or default_out_dir(cfg.env))
+    if out != cfg.out or cfg.checkpoint_uri is None:  # checkpoints go with the run dir
+        cfg = resolve(dataclasses.replace(cfg, out=out), check_env=False)
+    if resume:
+        check_resume(cfg)
+    else:
+        try:
+            check_new(out)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    started = connect(cfg)
+    SIGNALS.install()
+    arch = None
+    try:
+        nodes = cluster_nodes()
+        plan = place_by_node_type(plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes]),
+                                  nodes)
+        check_resources(plan, nodes)
+        if resume:
+            check_resume(cfg, plan)
+        arch = Archipelago(cfg, plan, resume=resume)
+        SIGNALS.arch = arch
+        arch.start()
+        infos = arch.wait_ready()
+        startup_s = time.monotonic() - t_start
+        rd = RunDir(out) if resume else RunDir.create(out)
+        if resume:
+            arch.prior_rows = prior_rows(out)
+        rd.write_config(cfg.to_yaml_dict())
+        result = _drive(arch, cfg, rd, plan, infos, display)
+        return write_outputs(rd, cfg, plan, infos, result, startup_s)
+    finally:
+        SIGNALS.arch = None
+        if arch is not None:
+            arch.shutdown()
+        if started:
+            ray.shutdown()
+
+
+def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool):
+    """The run itself, with the live table and periodic metrics flushes."""
+    from ..display import Display
+
+    with Display(plan, cfg.env, quiet=cfg.quiet or not display,
+                 log_interval=cfg.log_interval) as disp:
+        disp.message(f"{cfg.islands} islands on {cfg.env} "
+                     f"({', '.join(s.strategy for s in plan)}), {infos[0].dim} parameters, "
+                     f"backend {infos[0].backend}, {plan[0].num_cpus:g} CPU per island; "
+                     f"run dir {rd.path}")
+        flushed = [time.monotonic()]
+
+        def on_report(row: dict[str, Any], status: dict[str, Any]) -> None:
+            disp.update(row, status)
+            # Long runs leave readable metrics behind even if they are killed.
+            if time.monotonic() - flushed[0] >= FLUSH_S:
+                rd.write_metrics(status["rows"])
+                flushed[0] = time.monotonic()
+
+        return arch.run(on_report=on_report)

@@ -1,0 +1,36 @@
+"""Every seed of a run, derived from the run seed in one place.
+
+Training evaluations use seeds in ``[0, 2**30)``: generation g of island i evaluates with
+``train_seed(run_seed, i, g)``. Tests use seeds from ``TEST_SEED_BASE`` (>= 2**30) up, so a
+test episode never reuses a training episode seed. Each evaluation seed expands into
+independent episode seeds inside the evaluator (``envs.common.episode_seeds``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TEST_SEED_BASE = 2**30 + 12345
+_SEED_SPAN = 2**30
+# Steps of 9973 (prime) keep consecutive generations' seeds far apart, so evaluators that
+# use seed, seed+1, ... for their episodes never overlap between generations.
+_GENERATION_STRIDE = 9973
+# Tests of successive candidates: far enough apart that their episodes never overlap.
+_TEST_STRIDE = 7919
+
+
+def train_seed(run_seed: int, island: int, generation: int) -> int:
+    """Evaluation seed of ``generation`` on ``island``: different per island and generation
+    (islands never share episodes), reproducible from the run seed, below 2**30."""
+    base = int(np.random.SeedSequence([int(run_seed), int(island)]).generate_state(1)[0])
+    return (base + _GENERATION_STRIDE * int(generation)) % _SEED_SPAN
+
+
+def strategy_seed(run_seed: int, island: int) -> int:
+    """Seed of island ``island``'s strategy (and its initial parameters)."""
+    return int(np.random.SeedSequence([int(run_seed), int(island), 1]).generate_state(1)[0])
+
+
+def candidate_test_seed(n: int) -> int:
+    """Evaluation seed of the run's ``n``-th candidate test."""
+    return TEST_SEED_BASE + _TEST_STRIDE * int(n)

@@ -1,0 +1,55 @@
+"""Candidate choice without Ray: which genome is tested next, and which is the solution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from islands.candidates import Candidate, CandidateQueue, choose_solution, untested
+from islands.messages import Emigrants, EvolveResult, IslandReport
+
+
+def _result(i, g, fitness, center=None):
+    f = np.asarray(fitness, dtype=float)
+    rep = IslandReport(i, "cmaes", g, *[0] * 3, *[0.0] * 3, *[0] * 3, *[0.0] * 5)
+    return EvolveResult(report=rep, emigrants=Emigrants(np.tile(f[:, None], (1, 2)), f, i, g),
+                        center=None if center is None else np.full(2, float(center)))
+
+
+def _cand(x, kind="sample"):
+    return Candidate(np.full(2, float(x)), float(x), 0, 1, None, kind)
+
+
+def test_queue_keeps_the_best_per_kind_above_the_target_and_alternates_center_first():
+    q = CandidateQueue(target=10.0)
+    q.offer(0, _result(0, 1, [9.0], center=-1))  # below the target: nothing queued
+    assert q.next() is None
+    q.offer(0, _result(0, 2, [12.0], center=-2))
+    q.offer(1, _result(1, 2, [11.0], center=-3))  # worse than the queued ones: ignored
+    q.offer(1, _result(1, 3, [15.0]))  # no center came: only the sample improves
+    first, second = q.next(), q.next()
+    assert (first.kind, first.island, first.fitness, first.params[0]) == ("center", 0, 12, -2)
+    assert (second.kind, second.island, second.fitness) == ("sample", 1, 15)
+    assert q.next() is None
+    q.offer(0, _result(0, 4, [20.0], center=-4))
+    q.offer(0, _result(0, 5, [21.0], center=-5))
+    # the last one tested was a sample: a center comes next, then the sample
+    assert [c.kind for c in (q.next(), q.next())] == ["center", "sample"]
+
+
+def test_no_target_queues_nothing():
+    q = CandidateQueue(target=None)
+    q.offer(0, _result(0, 1, [1e9], center=0))
+    assert q.next() is None
+
+
+def test_solution_is_the_passing_candidate_else_the_best_full_test():
+    a, b, c = _cand(1), _cand(2), _cand(3, "center")
+    screened = {"mean": 99.0, "episodes": 10, "screened_out": True}
+    tested = [(a, {"mean": 40.0}), (b, screened), (c, {"mean": 60.0})]
+    best, test = choose_solution(tested, target=50.0)
+    assert best is c and test["mean"] == 60.0  # passes; the screen's 99 does not count
+    best, test = choose_solution(tested, target=70.0)
+    assert best is c  # nothing passes: the best full test
+    best, test = choose_solution([(b, screened)], target=70.0)
+    assert best is None and test is None
+    assert untested(b, tested) and not untested(_cand(1), tested)
