@@ -92,8 +92,7 @@ def coordinator_round_trip(dim: int, reports: int, obs_dim: int = 8) -> dict:
     rng = np.random.default_rng(0)
     times = []
     for k in range(reports):
-        rep = IslandReport(k % 2, "cmaes", k + 1, *[0] * 3, *[0.0] * 3, *[0] * 3,
-                           *[0.0] * 5)
+        rep = IslandReport(island=k % 2, strategy="cmaes", generation=k + 1)
         result = EvolveResult(
             report=rep,
             emigrants=Emigrants(rng.normal(size=(2, dim)), rng.normal(size=2), k % 2, k + 1),

@@ -34,6 +34,8 @@ class Candidate:
     generation: int
     obs_stats: dict[str, Any] | None
     kind: str = "sample"
+    # the archipelago's totals (evals, episodes, env_steps, wall_s) when it was found
+    found_at: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 class CandidateQueue:
@@ -45,8 +47,10 @@ class CandidateQueue:
         self.best: dict[str, Candidate | None] = dict.fromkeys(KINDS)
         self._last = KINDS[-1]
 
-    def offer(self, i: int, result: EvolveResult) -> None:
-        """Take island ``i``'s best sample (and its center, if it came) as candidates."""
+    def offer(self, i: int, result: EvolveResult, found_at: dict[str, float] | None = None
+              ) -> None:
+        """Take island ``i``'s best sample (and its center, if it came) as candidates;
+        ``found_at``: the run's totals at this report."""
         emi = result.emigrants
         if self.target is None or not len(emi):
             return
@@ -58,7 +62,7 @@ class CandidateQueue:
             prev = self.best[kind]
             if x is not None and (prev is None or prev.fitness < f):
                 self.best[kind] = Candidate(np.array(x), f, i, result.report.generation,
-                                            result.obs_stats, kind)
+                                            result.obs_stats, kind, dict(found_at or {}))
 
     def next(self) -> Candidate | None:
         """The next candidate to test (removed from the queue), or None."""

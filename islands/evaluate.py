@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ def test_genome(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | 
                 seed: int, num_threads: int = 1) -> dict[str, Any]:
     """Mean/std of the return of ``params`` over ``spec.episodes`` episodes (frozen obs
     stats)."""
+    cpu0 = time.process_time()
     ev = spec.build(num_threads=num_threads, device="cpu")
     try:
         if obs_stats is not None and ev.obs_stats is not None:
@@ -39,7 +41,9 @@ def test_genome(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | 
     r = np.asarray(res.returns, dtype=np.float64)[0]
     return {"mean": float(np.mean(r)), "std": float(np.std(r)), "episodes": int(len(r)),
             "min": float(np.min(r)), "max": float(np.max(r)),
-            "mean_length": float(np.mean(res.lengths[0])), "seed": int(seed)}
+            "mean_length": float(np.mean(res.lengths[0])), "seed": int(seed),
+            # what the test cost: it runs beside the islands, on their CPUs
+            "env_steps": int(res.env_steps), "cpu_s": time.process_time() - cpu0}
 
 
 def screened_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | None,
@@ -61,6 +65,9 @@ def screened_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] 
             return {**screen, "screened_out": True}
     full = test_genome(spec, params, obs_stats, seed)
     full["screen"] = screen
+    if screen is not None:  # the cost of both
+        full["env_steps"] += screen["env_steps"]
+        full["cpu_s"] += screen["cpu_s"]
     return full
 
 

@@ -9,6 +9,14 @@ Ray actor around it (``islands.runtime.actors``) only sizes threads and picks th
 
 Immigrant batches whose width is not this island's dimension are rejected, logged and
 counted; the island carries on. Seeds: :mod:`islands.seeds`.
+
+Restarts (``spec.restart``, :mod:`islands.restarts`): after each generation the island's
+:class:`~islands.restarts.Restarter` may end the strategy's run (stagnation or the
+strategy's own ``stop_reason()``); the island then builds a new strategy of the same kind
+with the popsize, step size, seed and start the restarter plans. The island's generation
+(reports, training seeds, checkpoint timing, ``--generations``) is the sum over its
+strategies' runs, and its best (``best_so_far``, the hof restart's center) is the best over
+all of them and the immigrants it received, so neither ever decreases.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import numpy as np
 from .checkpointing import CheckpointClock, CheckpointSpec
 from .messages import Emigrants, EvolveResult, IslandInfo, IslandReport
 from .planning import IslandSpec
+from .restarts import Restarter, RestartSettings
 from .seeds import strategy_seed, train_seed
 
 log = logging.getLogger("islands.island")
@@ -48,8 +57,6 @@ class IslandCore:
                  num_threads: int = 1, device: str = "cpu", evaluator=None,
                  checkpoint: CheckpointSpec | None = None, reconstructed: bool = False
                  ) -> None:
-        from islands import strategies
-
         self.spec, self.index = spec, int(spec.index)
         self.run_seed = int(run_seed)
         self.strategy_name = spec.strategy
@@ -60,10 +67,15 @@ class IslandCore:
         self.dim = int(self.evaluator.num_params)
         seed = strategy_seed(self.run_seed, self.index)
         x0 = self.evaluator.policy.init_params(np.random.default_rng(seed))
-        self.strategy = strategies.make(
-            spec.strategy, self.dim, popsize=spec.popsize, sigma=spec.sigma, seed=seed,
-            x0=x0, **dict(spec.options))
-        self.evals = self.env_steps = self.frames = 0
+        self._build_strategy(dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
+        self.restarter = Restarter(
+            RestartSettings(spec.restart, spec.restart_patience),
+            base_popsize=self.strategy.popsize,
+            sigma0=spec.sigma if spec.sigma is not None else self.strategy.sigma, seed=seed)
+        self._gen_offset = 0  # generations of the strategies before the current one
+        self._prev_best: tuple[np.ndarray | None, float] = (None, -np.inf)  # their best
+        self._center_at_restart = None  # the ended run's center (candidates, see below)
+        self.evals = self.episodes = self.env_steps = self.frames = 0
         self.immigrants = 0  # accepted migrant genomes, cumulative
         self.rejected = 0  # migrant genomes refused (wrong dimension), cumulative
         self.calls = 0
@@ -84,7 +96,41 @@ class IslandCore:
                 self.restore()
         self.clock = CheckpointClock(0 if ck is None else ck.interval,
                                      0.0 if ck is None else ck.seconds,
-                                     int(self.strategy.generation))
+                                     self.generation)
+
+    # ---- the strategy and its restarts ---------------------------------------------------
+    def _build_strategy(self, build: dict[str, Any]) -> None:
+        """A new strategy of this island's kind from ``build`` (popsize, sigma, seed, x0);
+        ``build`` is kept for the checkpoint (a restarted strategy is rebuilt alike)."""
+        from islands import strategies
+
+        self._build = build
+        self.strategy = strategies.make(self.spec.strategy, self.dim, **build,
+                                        **dict(self.spec.options))
+
+    @property
+    def generation(self) -> int:
+        """Generations of this island over all its strategies' runs."""
+        return self._gen_offset + int(self.strategy.generation)
+
+    @property
+    def best(self) -> tuple[np.ndarray | None, float]:
+        """(params, fitness) of the best genome this island knows, over all its runs."""
+        x, f = self.strategy.best
+        return (x, f) if x is not None and f >= self._prev_best[1] else self._prev_best
+
+    def _restart(self, reason: str) -> None:
+        """End the strategy's run and start the next one as the restarter plans."""
+        self._prev_best = self.best
+        self._center_at_restart = self.strategy.center
+        self._gen_offset += int(self.strategy.generation)
+        plan = self.restarter.plan(reason, self._prev_best[0],
+                                   self.evaluator.policy.init_params)
+        self._build_strategy(dict(popsize=plan.popsize, sigma=plan.sigma, seed=plan.seed,
+                                  x0=plan.x0))
+        log.info("island %d: restart %d (%s) at generation %d: %s, popsize %d, sigma %.3g",
+                 self.index, self.restarter.restarts, plan.regime, self.generation, reason,
+                 self.strategy.popsize, plan.sigma)
 
     # ---- migration and statistics ----------------------------------------------------
     def accept(self, immigrants: list[Emigrants] | None) -> int:
@@ -157,28 +203,36 @@ class IslandCore:
         """ask -> evaluate -> tell once; the population and its fitness."""
         X = self.strategy.ask()
         res = self.evaluator.evaluate(
-            X, seed=train_seed(self.run_seed, self.index, self.strategy.generation))
+            X, seed=train_seed(self.run_seed, self.index, self.generation))
         fit = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
         self.strategy.tell(fit)
         self.evals += len(fit)
+        self.episodes += int(np.size(res.returns))
         self.env_steps += int(res.env_steps)
         self.frames += int(res.frames)
         self._add_obs_delta(res)
         self._last_fitness = fit
+        reason = self.restarter.check(fit, self.strategy)
+        if reason:
+            self._restart(reason)
         return X, fit
 
     def _maybe_debug_exit(self) -> None:
         # Debug option for the fault tests: the process dies mid-run, once (a restarted
         # island has ``reconstructed`` set and carries on).
         g = self.spec.debug_exit_after_gen
-        if g is not None and not self.reconstructed and self.strategy.generation >= g:
+        if g is not None and not self.reconstructed and self.generation >= g:
             log.warning("island %d: debug exit at generation %d", self.index,
-                        self.strategy.generation)
+                        self.generation)
             os._exit(1)
 
     def _candidate_center(self, elite_f: np.ndarray) -> np.ndarray | None:
         t = self.candidate_threshold
         if t is not None and elite_f.size and elite_f.max() >= t:
+            # a run that ended with this call's last generation: its center, not the
+            # next run's start
+            if self.strategy.generation == 0 and self._center_at_restart is not None:
+                return self._center_at_restart
             return self.strategy.center
         return None
 
@@ -187,21 +241,24 @@ class IslandCore:
         stats = self.evaluator.obs_stats
         return IslandReport(
             island=self.index, strategy=self.strategy_name,
-            generation=int(self.strategy.generation), evals=int(self.evals),
-            env_steps=int(self.env_steps), frames=int(self.frames),
+            generation=self.generation, evals=int(self.evals),
+            episodes=int(self.episodes), env_steps=int(self.env_steps),
+            frames=int(self.frames),
             fitness_max=float(fin.max()) if fin.size else float("nan"),
             fitness_mean=float(fin.mean()) if fin.size else float("nan"),
-            best_so_far=float(self.strategy.best[1]), immigrants=int(self.immigrants),
+            best_so_far=float(self.best[1]), immigrants=int(self.immigrants),
             immigrants_new=int(accepted), rejected=int(self.rejected), call_s=float(call_s),
             evals_per_s=float((self.evals - evals0) / max(call_s, 1e-9)),
             steps_per_s=float((self.env_steps - steps0) / max(call_s, 1e-9)),
             island_wall_s=float(time.perf_counter() - self._t0),
             # observations behind this island's normalization (its own plus merged ones)
-            obs_count=float(stats.count) if stats is not None else 0.0)
+            obs_count=float(stats.count) if stats is not None else 0.0,
+            restarts=int(self.restarter.restarts))
 
     # ---- state (for checkpoints) -------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
-        """Plain-data state: strategy state dict, observation statistics, counters."""
+        """Plain-data state: strategy state dict and how it was built, restarts,
+        observation statistics, counters."""
         from .storage import CHECKPOINT_FORMAT
 
         stats = self.evaluator.obs_stats
@@ -210,9 +267,13 @@ class IslandCore:
             "index": self.index, "strategy": self.strategy.state_dict(),
             "obs_stats": None if stats is None else stats.state_dict(),
             "obs_delta": None if self._delta is None else self._delta.state_dict(),
-            "counters": {"evals": self.evals, "env_steps": self.env_steps,
+            "counters": {"evals": self.evals, "episodes": self.episodes,
+                         "env_steps": self.env_steps,
                          "frames": self.frames, "immigrants": self.immigrants,
                          "rejected": self.rejected, "calls": self.calls},
+            "build": dict(self._build), "restarter": self.restarter.state_dict(),
+            "generation_offset": self._gen_offset,
+            "prev_best": {"x": self._prev_best[0], "f": self._prev_best[1]},
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -220,6 +281,7 @@ class IslandCore:
 
         if state.get("index", self.index) != self.index or "strategy" not in state:
             raise ValueError(f"the state is not island {self.index}'s")
+        self._load_runs(state)
         self.strategy.load_state_dict(state["strategy"])
         if state.get("obs_stats") is not None:
             self.set_obs_stats(state["obs_stats"])
@@ -227,6 +289,21 @@ class IslandCore:
         self._delta = None if d is None else RunningMeanStd.from_state_dict(d)
         for k, v in state["counters"].items():
             setattr(self, k, int(v))
+
+    def _load_runs(self, state: dict[str, Any]) -> None:
+        """The restart bookkeeping of ``state``; a strategy built other than this one (a
+        restarted run: another popsize, step size, seed) is rebuilt before it is loaded.
+        States written before restarts existed hold none of it: nothing restarted."""
+        build = state.get("build")
+        key = ("popsize", "sigma", "seed")
+        if build is not None and any(build[k] != self._build[k] for k in key):
+            self._build_strategy({k: build[k] for k in (*key, "x0")})
+        if state.get("restarter") is not None:
+            self.restarter.load_state_dict(state["restarter"])
+        self._gen_offset = int(state.get("generation_offset", 0))
+        prev = state.get("prev_best") or {"x": None, "f": -np.inf}
+        self._prev_best = (None if prev["x"] is None else np.array(prev["x"], np.float64),
+                           float(prev["f"]))
 
     def checkpoint(self, restart_episodes: bool = False) -> int:
         """Write the state now; returns the generation written (-1: no storage). With
@@ -239,11 +316,11 @@ class IslandCore:
         self.storage.save(island_file(self.index), self.get_state())
         if restart_episodes:
             self.evaluator.restart_episodes()
-        self.clock.mark(int(self.strategy.generation))
+        self.clock.mark(self.generation)
         return self.clock.count
 
     def maybe_checkpoint(self) -> None:
-        due = None if self.storage is None else self.clock.due(int(self.strategy.generation))
+        due = None if self.storage is None else self.clock.due(self.generation)
         if due is not None:
             # A resumed island builds its evaluator afresh; at a checkpoint that falls on a
             # generation this one restarts its episode streams too, so both see the same
@@ -260,7 +337,7 @@ class IslandCore:
         if not self.storage.restore(island_file(self.index), self.set_state,
                                     f"island {self.index}"):
             return False
-        self.restored_generation = int(self.strategy.generation)
+        self.restored_generation = self.generation
         log.warning("island %d: restored from its checkpoint at generation %d", self.index,
                     self.restored_generation)
         return True
@@ -271,7 +348,7 @@ class IslandCore:
             popsize=int(self.strategy.popsize), device=self.device,
             num_threads=self.num_threads, backend=self.evaluator.backend,
             policy_spec=self.evaluator.policy.spec(),
-            generation=int(self.strategy.generation),
+            generation=self.generation,
             restored_generation=self.restored_generation)
 
     def close(self) -> None:

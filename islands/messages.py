@@ -43,20 +43,22 @@ class IslandReport:
     island: int
     strategy: str
     generation: int
-    evals: int
-    env_steps: int
-    frames: int
-    fitness_max: float  # of the last generation's population (NaN: none finite)
-    fitness_mean: float
-    best_so_far: float  # the strategy's best fitness ever measured
-    immigrants: int  # migrant genomes accepted, cumulative
-    immigrants_new: int  # accepted in this call
-    rejected: int  # migrant genomes refused (wrong dimension), cumulative
-    call_s: float
-    evals_per_s: float
-    steps_per_s: float
-    island_wall_s: float
-    obs_count: float  # observations behind the island's normalization (0: none)
+    evals: int = 0
+    env_steps: int = 0
+    frames: int = 0
+    episodes: int = 0  # training episodes, cumulative (evals x episodes per evaluation)
+    fitness_max: float = math.nan  # of the last generation's population (NaN: none finite)
+    fitness_mean: float = math.nan
+    best_so_far: float = -math.inf  # the strategy's best fitness ever measured
+    immigrants: int = 0  # migrant genomes accepted, cumulative
+    immigrants_new: int = 0  # accepted in this call
+    rejected: int = 0  # migrant genomes refused (wrong dimension), cumulative
+    call_s: float = 0.0
+    evals_per_s: float = 0.0
+    steps_per_s: float = 0.0
+    island_wall_s: float = 0.0
+    obs_count: float = 0.0  # observations behind the island's normalization (0: none)
+    restarts: int = 0  # strategy restarts against stagnation (islands.restarts), cumulative
 
     def row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -36,18 +36,31 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "startup_s": startup_s,
         "total_evals": sum(r["evals"] for r in last.values()),
         "total_env_steps": sum(r["env_steps"] for r in last.values()),
+        "total_episodes": sum(r.get("episodes", 0) for r in last.values()),
+        # the run's totals when the solution was found (the report it came from)
+        **_to_solve(result),
         "generations": {str(i): r["generation"] for i, r in sorted(last.items())},
         "hall_of_fame": result.hof,
         "solution": None if best is None else {
             "island": best.island, "generation": best.generation,
             "training_fitness": best.fitness},
         "tests": result.tests,
+        # the tester's share of the machine, beside the islands' total_env_steps
+        "tester": {"tests": len(result.tests),
+                   "env_steps": sum(t.get("env_steps", 0) for t in result.tests),
+                   "cpu_s": sum(t.get("cpu_s", 0.0) for t in result.tests)},
         "migration": result.coordinator_stats,
         "cpus_per_island": [s.num_cpus for s in plan],
         "num_params": infos[0].dim if infos else None,
         "backend": infos[0].backend if infos else None,
         "island_restarts": list(result.restarts),
     }
+
+
+def _to_solve(result) -> dict[str, Any]:
+    at = result.best.found_at if result.solved and result.best is not None else {}
+    return {f"{k}_to_solve": at.get(k) for k in ("evals", "episodes", "env_steps")} | {
+        "wall_to_solve": at.get("wall_s")}
 
 
 def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo],

@@ -14,6 +14,7 @@ from typing import Any
 
 from .config import Config, strategies_of
 from .envdefaults import env_defaults
+from .restarts import DEFAULT_PATIENCE
 
 
 class ResourceError(RuntimeError):
@@ -39,6 +40,8 @@ class IslandSpec:
     # candidate to test (candidates.Candidate); None: never.
     candidate_threshold: float | None = None
     debug_exit_after_gen: int | None = None  # debug (fault tests): exit once, there
+    restart: str = "none"  # restart policy against stagnation (islands.restarts)
+    restart_patience: int = DEFAULT_PATIENCE  # G, generations without improvement
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -66,7 +69,8 @@ def default_cpu_share(n_islands: int, node_cpus: list[float]) -> float:
 
 def plan_islands(cfg: Config, node_cpus: list[float] | None = None) -> list[IslandSpec]:
     """One spec per island: strategy (round-robin over --strategy, or the island_specs
-    entry), popsize, sigma, options, episodes, resources, slowdown, emigrant count."""
+    entry), popsize, sigma, options, episodes, resources, slowdown, emigrant count,
+    restart policy."""
     share = cfg.cpus_per_island
     if share is None:
         share = default_cpu_share(cfg.islands, node_cpus or [1.0])
@@ -96,6 +100,8 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         candidate_threshold=None if cfg.target is None else float(cfg.target),
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
                               if cfg.debug_exit_island == i else None),
+        restart=str(s.get("restart", cfg.restart)),
+        restart_patience=int(cfg.restart_patience),
     )
 
 

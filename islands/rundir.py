@@ -28,11 +28,14 @@ from . import plainstate
 METRIC_COLUMNS = (
     "island", "strategy", "generation", "wall_s", "evals", "env_steps", "fitness_max",
     "fitness_mean", "best_so_far", "immigrants", "immigrants_new", "rejected", "frames",
-    "call_s", "evals_per_s", "steps_per_s", "obs_count",
+    "call_s", "evals_per_s", "steps_per_s", "obs_count", "episodes", "restarts",
+    # the archipelago's totals (all islands) when the row was recorded
+    "total_evals", "total_episodes", "total_env_steps",
 )
 SUMMARY_KEYS = (
     "best_fitness", "test_mean", "test_std", "test_episodes", "solved", "wall_s",
-    "total_evals", "total_env_steps", "islands", "env",
+    "total_evals", "total_env_steps", "total_episodes", "islands", "env", "stop_reason",
+    "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
 )
 SOLUTION_FORMAT = "islands-solution/1"
 FILES = ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "solution.json",
@@ -75,8 +78,9 @@ class RunDir:
 
         df = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
         for c in ("island", "generation", "evals", "env_steps", "immigrants",
-                  "immigrants_new", "rejected", "frames"):
-            df[c] = df[c].astype("int64")
+                  "immigrants_new", "rejected", "frames", "episodes", "total_evals",
+                  "total_episodes", "total_env_steps", "restarts"):
+            df[c] = df[c].fillna(0).astype("int64")  # (rows of older runs lack some)
         tmp = self.file(".metrics.parquet.tmp")
         df.to_parquet(tmp, index=False)
         os.replace(tmp, self.file("metrics.parquet"))

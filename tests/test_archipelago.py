@@ -52,10 +52,7 @@ def rows_of(result, island):
 
 # ---- coordinator logic (no Ray) ---------------------------------------------------------
 def _report(i, g, strategy="cmaes"):
-    return IslandReport(island=i, strategy=strategy, generation=g, evals=0, env_steps=0,
-                        frames=0, fitness_max=0.0, fitness_mean=0.0, best_so_far=0.0,
-                        immigrants=0, immigrants_new=0, rejected=0, call_s=0.0,
-                        evals_per_s=0.0, steps_per_s=0.0, island_wall_s=0.0, obs_count=0.0)
+    return IslandReport(island=i, strategy=strategy, generation=g)
 
 
 def _result(i, g, fitness, dim=3, obs=None, stats=None):
@@ -202,6 +199,14 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert {t["kind"] for t in summary["tests"]} <= {"center", "sample"}
     for f in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "fitness.png"):
         assert (tmp_path / "run" / f).exists(), f
+    # the moment the solution was found, in the plan's terms
+    assert 0 < summary["evals_to_solve"] <= summary["total_evals"]
+    assert 0 < summary["episodes_to_solve"] <= summary["total_episodes"]
+    assert 0 < summary["env_steps_to_solve"] <= summary["total_env_steps"]
+    assert 0 < summary["wall_to_solve"] <= summary["wall_s"]
+    assert summary["total_episodes"] == 2 * summary["total_evals"]  # CartPole: 2 per eval
+    assert summary["tester"]["tests"] == len(summary["tests"])
+    assert summary["tester"]["env_steps"] >= 100 * 475  # the passing test alone
 
 
 def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_session):
@@ -256,6 +261,27 @@ def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
         # itself (at most one per step plus one per episode start).
         assert max(r["obs_count"] - (r["env_steps"] + r["evals"]) for r in rows) > 0, i
     assert res.coordinator_stats["rounds"] >= 4 * 2
+
+
+@pytest.mark.parametrize("budget,key,name", [
+    ({"max_evals": 200}, "evals", "evaluation budget"),
+    ({"max_episodes": 300}, "episodes", "episode budget"),
+    ({"max_env_steps": 4000}, "env_steps", "env-step budget"),
+])
+def test_a_budget_over_all_islands_stops_the_run_within_a_generation_per_island(
+        ray_session, budget, key, name):
+    cfg = cfg_of(islands=2, namespace=f"t-{key}", strategy="cmaes", generations=100_000,
+                 episodes=2, **budget)
+    res = run_arch(cfg)
+    assert res.stop_reason == name
+    limit = next(iter(budget.values()))
+    assert limit <= res.totals[key]
+    # the last report crossed it: at most one generation of one island beyond
+    per_generation = {"evals": 8, "episodes": 16, "env_steps": 16 * 100}[key]
+    assert res.totals[key] < limit + per_generation
+    last = {r["island"]: r for r in res.rows}
+    assert res.totals[key] == sum(r[key] for r in last.values())
+    assert res.rows[-1][f"total_{key}"] == res.totals[key]
 
 
 def test_unplaceable_request_fails_fast_and_creates_nothing(ray_session, tmp_path):

@@ -10,7 +10,7 @@ from islands.messages import Emigrants, EvolveResult, IslandReport
 
 def _result(i, g, fitness, center=None):
     f = np.asarray(fitness, dtype=float)
-    rep = IslandReport(i, "cmaes", g, *[0] * 3, *[0.0] * 3, *[0] * 3, *[0.0] * 5)
+    rep = IslandReport(island=i, strategy="cmaes", generation=g)
     return EvolveResult(report=rep, emigrants=Emigrants(np.tile(f[:, None], (1, 2)), f, i, g),
                         center=None if center is None else np.full(2, float(center)))
 

@@ -92,7 +92,7 @@ def test_spellings_are_coerced():
      "'{\"strategy\": \"ga\"}'"),
     (["--island-specs", '[{"strategy": "ga", "popsize2": 4}]'], "--island-specs: entry 0 has "
      "unknown key 'popsize2'; allowed: strategy, popsize, sigma, options, episodes, num_cpus, "
-     "num_gpus, resources, slowdown_s"),
+     "num_gpus, resources, slowdown_s, restart"),
     (["--island-specs", "[3]"], "--island-specs: entry 0 must be a mapping, got 3"),
 ])
 def test_bad_values_give_one_line_naming_the_flag(argv, message):

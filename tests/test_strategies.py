@@ -69,6 +69,7 @@ def test_contract(name):
     x, fx = s.best
     assert fx == f.max() and x.shape == (DIM,) and sphere(x) == fx
     assert s.generation == 1 and s.center.shape == (DIM,)
+    assert s.stop_reason() is None  # one generation on a sphere: nothing converged yet
     assert plain(s.state_dict())
     x0 = np.linspace(-1, 1, DIM)
     assert np.array_equal(make(name, DIM, x0=x0).center, x0)
@@ -82,6 +83,15 @@ def test_pycma_is_silent_and_writes_no_files(name, tmp_path, monkeypatch, capfd)
     run(s, sphere, 2)
     assert os.listdir(tmp_path) == []  # no outcmaes*.dat logger files
     assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("name", ["cmaes", "sep-cmaes"])
+def test_pycma_reads_no_signals_file(name, tmp_path, monkeypatch):
+    # pycma's stop() would read options from ./cma_signals.in (here: stop at once)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cma_signals.in").write_text("{'tolx': 1e9}")
+    s = run(make(name, DIM, seed=0), sphere, 3)
+    assert s.stop_reason() is None and s.es.opts["tolx"] == 1e-11
 
 
 def test_make_rejects_unknown_names_and_options():

@@ -7,15 +7,17 @@ from __future__ import annotations
 import difflib
 
 from islands import topology as topo
+from islands.restarts import RESTART_POLICIES
 from islands.strategies import STRATEGIES
 from policies import POLICIES
 
 from .schema import Config, ConfigError, flag, strategies_of
 
 _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations",
-             "time_budget", "test_episodes", "test_max_episode_steps", "migration_interval",
-             "obs_sync_interval", "gens_per_call", "topology_degree", "cpus_per_island",
-             "sigma", "log_interval")
+             "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
+             "test_max_episode_steps", "migration_interval", "obs_sync_interval",
+             "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
+             "restart_patience")
 _NON_NEGATIVE = ("migrants", "checkpoint_interval", "checkpoint_seconds")
 
 
@@ -88,6 +90,9 @@ def check_island_specs(c: Config) -> None:
         for k in ("options", "resources"):
             if k in spec and not isinstance(spec[k], dict):
                 raise ConfigError(f"island_specs[{i}].{k} must be a mapping, got {spec[k]!r}")
+        if "restart" in spec and spec["restart"] not in RESTART_POLICIES:
+            raise ConfigError(f"island_specs[{i}].restart must be one of "
+                              f"{', '.join(RESTART_POLICIES)}, got {spec['restart']!r}")
 
 
 def check_policy(c: Config) -> None:

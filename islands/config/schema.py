@@ -14,6 +14,7 @@ from typing import Any
 from envs.spaces import BACKENDS
 from envs.spec import EvalSpec
 from islands import topology as topo
+from islands.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
 from islands.strategies import STRATEGIES
 from policies import POLICIES
 
@@ -21,7 +22,7 @@ DEVICES = ("auto", "cpu", "cuda")
 # Keys an entry of ``island_specs`` may set (all optional).
 ISLAND_SPEC_KEYS = (
     "strategy", "popsize", "sigma", "options", "episodes", "num_cpus", "num_gpus",
-    "resources", "slowdown_s",
+    "resources", "slowdown_s", "restart",
 )
 
 
@@ -70,8 +71,9 @@ class Config:
         None, "episode limit of the test; default: the environment's own limit (the standard "
         "task)", "optint", metavar="N")
     # ---- the islands --------------------------------------------------------------------
-    islands: int | None = _opt(None, "number of islands (default: len(island_specs), else 4)",
-                               "optint", metavar="N")
+    islands: int | None = _opt(
+        None, "number of islands (default: len(island_specs), else one per CPU of this "
+        "machine)", "optint", metavar="N")
     strategy: str | None = _opt(
         None, f"strategy per island, comma list assigned round-robin ({_names(STRATEGIES)}); "
         "default: env table", metavar="NAMES")
@@ -101,6 +103,14 @@ class Config:
     obs_norm: bool | None = _opt(
         None, "observation normalization with statistics merged across islands (on/off); "
         "default: env table", "optbool", metavar="on|off")
+    restart: str = _opt(
+        "none", "restart an island's strategy when it stagnates: none, ipop (fresh start, "
+        "popsize doubled each time), bipop (alternating large and small populations), hof "
+        "(around the best genome the island knows); see islands/restarts.py",
+        choices=RESTART_POLICIES)
+    restart_patience: int = _opt(
+        DEFAULT_PATIENCE, "generations in which neither an island's best fitness nor its "
+        "population median improves before --restart restarts it", "int", metavar="G")
     # ---- migration ----------------------------------------------------------------------
     topology: str = _opt("ring", "migration graph: ring, full, random (new random targets each "
                          "round), edges (see --edges)", choices=topo.KINDS)
@@ -121,6 +131,14 @@ class Config:
                                    "optint", metavar="N")
     time_budget: float | None = _opt(None, "wall-clock seconds of evolution at most",
                                      "optfloat", metavar="SECONDS")
+    max_evals: int | None = _opt(
+        None, "fitness evaluations at most, summed over all islands (the evals column)",
+        "optint", metavar="N")
+    max_episodes: int | None = _opt(
+        None, "training episodes at most, summed over all islands", "optint", metavar="N")
+    max_env_steps: int | None = _opt(
+        None, "training environment steps at most, summed over all islands", "optint",
+        metavar="N")
     # ---- where it runs ------------------------------------------------------------------
     seed: int = _opt(0, "random seed of the run (islands derive theirs from it)", "int",
                      metavar="N")

@@ -56,6 +56,7 @@ class RunResult:
     tests: list[dict[str, Any]]  # every validation run: fitness, island, generation, mean
     islands: list[IslandInfo]
     restarts: list[int] = dataclasses.field(default_factory=list)  # calls lost per island
+    totals: dict[str, float] = dataclasses.field(default_factory=dict)  # evals, episodes...
 
 
 class IslandCalls:
@@ -188,6 +189,7 @@ class RunLoop:
         self.t_start = time.monotonic()
         self.t0 = self.t_start - prior
         self.rows: list[dict[str, Any]] = list(arch.prior_rows)
+        self.latest = {int(r["island"]): r for r in self.rows}  # each island's last row
         self.calls = IslandCalls(arch.islands, self.cfg.gens_per_call, self.cfg.max_restarts)
         self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
@@ -222,6 +224,10 @@ class RunLoop:
         budget = self.cfg.time_budget
         if budget is not None and now - self.t_start >= budget:
             self.stop_reason = "time budget"
+            return True
+        spent = self._over_budget()
+        if spent:
+            self.stop_reason = spent
             return True
         if self.passed:
             self.stop_reason = "target"
@@ -261,15 +267,33 @@ class RunLoop:
             return
         row = result.report.row()
         row["wall_s"] = time.monotonic() - self.t0
+        self.latest[i] = row
+        row.update({f"total_{k}": v for k, v in self.totals().items()})
         self.rows.append(row)
         # The ref, not the value: the coordinator reads it from the object store.
         self.outbox.send(i, ref, result)
         if self.cfg.generations is None or row["generation"] < self.cfg.generations:
             self.calls.submit(i)
-        self.queue.offer(i, result)
+        self.queue.offer(i, result, {**self.totals(), "wall_s": row["wall_s"]})
         self.status["elapsed"] = row["wall_s"]
         if self.on_report is not None:
             self.on_report(row, self.status)
+
+    def totals(self) -> dict[str, int]:
+        """Evaluations, episodes and env steps of all islands so far (counts are
+        cumulative per island: the sum of each island's latest row)."""
+        return {k: int(sum(r.get(k, 0) for r in self.latest.values()))
+                for k in ("evals", "episodes", "env_steps")}
+
+    def _over_budget(self) -> str | None:
+        """The budget (--max-evals, --max-episodes, --max-env-steps) that is spent."""
+        t = self.totals()
+        for limit, key, name in ((self.cfg.max_evals, "evals", "evaluation budget"),
+                                 (self.cfg.max_episodes, "episodes", "episode budget"),
+                                 (self.cfg.max_env_steps, "env_steps", "env-step budget")):
+            if limit is not None and t[key] >= limit:
+                return name
+        return None
 
     def on_coordinator_reply(self, ref) -> None:
         i, reply = self.outbox.take(ref)
@@ -325,7 +349,8 @@ class RunLoop:
         return RunResult(
             rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s, best=best,
             test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
-            tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost))
+            tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
+            totals=self.totals())
 
     def _finish_running_test(self) -> None:
         if self.test_ref is None or self.passed:

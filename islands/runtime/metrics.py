@@ -16,6 +16,7 @@ exported name                     kind       value
                                              and ``strategy`` of the record holder)
 ``ray_islands_env_steps_total``   counter    environment steps
 ``ray_islands_immigrants_total``  counter    migrant genomes accepted
+``ray_islands_restarts_total``    counter    strategy restarts against stagnation
 ``ray_islands_generation_seconds`` histogram seconds per generation (call time / k)
 ===============================  =========  ==============================================
 
@@ -40,7 +41,7 @@ GENERATION_SECONDS_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
                                  25.0, 50.0, 100.0, 300.0]
 METRIC_NAMES = ("islands_best_fitness", "islands_generation", "islands_evals_per_second",
                 "islands_global_best", "islands_env_steps", "islands_immigrants",
-                "islands_generation_seconds")
+                "islands_restarts", "islands_generation_seconds")
 
 _METRICS: dict[str, Any] | None = None
 
@@ -64,6 +65,8 @@ def _metrics() -> dict[str, Any]:
                                  TAG_KEYS),
             "env_steps": Counter("islands_env_steps", "environment steps simulated", TAG_KEYS),
             "immigrants": Counter("islands_immigrants", "migrant genomes accepted", TAG_KEYS),
+            "restarts": Counter("islands_restarts", "strategy restarts against stagnation",
+                                TAG_KEYS),
             "generation_seconds": Histogram(
                 "islands_generation_seconds", "wall-clock seconds per generation",
                 GENERATION_SECONDS_BOUNDARIES, TAG_KEYS),
@@ -89,7 +92,8 @@ class IslandMetrics:
 
     def __init__(self, index: int, strategy: str, env: str) -> None:
         self.tags = {"island": island_tag(index), "strategy": str(strategy), "env": str(env)}
-        self._env_steps = None  # cumulative count at the last record (counters take deltas)
+        # cumulative counts at the last record (counters take deltas)
+        self._env_steps = self._restarts = None
         self._warned = False
         _create_now(self.tags["island"])
 
@@ -115,6 +119,11 @@ class IslandMetrics:
         self._env_steps = steps
         if delta > 0:
             m["env_steps"].inc(delta, tags=tags)
+        restarts = int(report.restarts)
+        delta = restarts - (self._restarts or 0)
+        self._restarts = restarts
+        if delta > 0:
+            m["restarts"].inc(delta, tags=tags)
         if report.immigrants_new > 0:
             m["immigrants"].inc(int(report.immigrants_new), tags=tags)
         if generations > 0:

@@ -137,6 +137,14 @@ class Strategy(ABC):
         """(params, fitness) of the best solution evaluated here (or received as migrant)."""
         return (None if self._best_x is None else self._best_x.copy()), self._best_f
 
+    def stop_reason(self) -> str | None:
+        """Why this strategy has converged or stalled by its own criteria (a collapsed step
+        size, flat fitness, ...), or None to go on. Asked once per generation, after
+        ``tell``, by islands that restart (:mod:`islands.restarts`); it may update internal
+        bookkeeping, so it is part of the strategy's deterministic trajectory there.
+        Strategies without such criteria (fixed step sizes) keep this default."""
+        return None
+
     @property
     @abstractmethod
     def center(self) -> np.ndarray:

@@ -44,6 +44,11 @@ most ``popsize // 2`` are kept per generation, the fittest by reported fitness, 
 update still rests mostly on independent samples. The reported fitness only ranks migrants
 and updates ``best``; the sample pycma makes from them is evaluated like every other.
 
+Islands that restart (:mod:`islands.restarts`) ask :meth:`CMAES.stop_reason` after every
+generation: the criteria of pycma's ``es.stop()`` that say the run has converged or stalled
+(tolx, tolfun, tolflatfitness, tolstagnation, ...), without its budgets (maxiter,
+maxfevals, ...), which belong to the run, not to one strategy's run.
+
 State capture (``state_dict``) walks pycma's object graph into plain data, see
 :mod:`islands.strategies.pycma_state`. Sampling randomness comes from our own ``numpy``
 Generator via pycma's ``randn`` option, so the RNG state is part of the captured state and a
@@ -74,7 +79,12 @@ _RESERVED = {
     "verb_append": "pycma writes no log files",
     "verb_plot": "pycma output is switched off",
     "CMA_diagonal": "use strategy 'sep-cmaes' for a diagonal covariance",
+    "signals_filename": "pycma reads no signal files",
 }
+# pycma ``stop()`` criteria that are budgets or user requests, not convergence or
+# stagnation: ``stop_reason`` leaves them out (an island's budget is the run's, not pycma's;
+# pycma's default maxiter, 100 + 150 (n+3)^2 / sqrt(popsize), would end long RL runs).
+_NOT_CONVERGENCE = frozenset({"maxiter", "maxfevals", "ftarget", "timeout", "callback"})
 
 
 class CMAES(Strategy):
@@ -118,6 +128,7 @@ class CMAES(Strategy):
             verbose=-9,
             verb_log=0,
             verb_disp=0,
+            signals_filename="",  # stop() would otherwise read options from cma_signals.in
             CMA_diagonal=self._diagonal,
         )
         if self._popsize_arg is not None:
@@ -137,6 +148,15 @@ class CMAES(Strategy):
     @property
     def sigma(self) -> float:
         return float(self.es.sigma)
+
+    def stop_reason(self) -> str | None:
+        """pycma's own termination criteria that hold now (``es.stop()``: tolx, tolfun,
+        tolfunhist, tolflatfitness, tolstagnation, tolxstagnation, tolconditioncov,
+        noeffectaxis/coord, tolupsigma, tolfacupx), budgets left out; None if none holds."""
+        if self.es.countiter == 0:  # pycma's tests are undefined before the first tell
+            return None
+        hits = [k for k in self.es.stop() if k not in _NOT_CONVERGENCE]
+        return "pycma " + ", ".join(hits) if hits else None
 
     def _ask(self) -> np.ndarray:
         if len(self._pending_f):

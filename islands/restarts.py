@@ -1,0 +1,213 @@
+"""Per-island restarts against stagnation: when an island's strategy starts afresh, and how.
+
+After every generation an island asks its :class:`Restarter` (plain Python, no Ray) whether
+to restart; it does when
+
+* the island stagnates: for ``patience`` (G) generations in a row neither the best fitness
+  of a generation nor its median beat the best value each has reached since the last
+  (re)start (:class:`Stagnation`); or
+* the strategy itself says it has converged or stalled (``Strategy.stop_reason()``: pycma's
+  ``stop()`` for ``cmaes`` / ``sep-cmaes``); or
+* a BIPOP small-population run has spent its budget (below).
+
+How it restarts is the island's policy (``--restart``, per island in ``island_specs``):
+
+=======  ================================================================================
+policy   the next run
+=======  ================================================================================
+none     never restarts (the strategy runs as it always did; nothing is checked)
+ipop     a fresh random start (the policy's initial parameters), the initial step size,
+         popsize doubled at each restart (capped at ``max_popsize_factor`` x the base).
+         A. Auger and N. Hansen (2005), "A restart CMA evolution strategy with increasing
+         population size", IEEE CEC 2005, pp. 1769-1776
+bipop    two interlaced regimes, each restart taking the one that has used fewer
+         evaluations so far: *large*, IPOP's doubling; *small*, popsize
+         ``floor(base * (large / (2 base))^(U1^2))`` and step size ``sigma0 * 10^(-2 U2)``
+         (U1, U2 ~ U(0, 1); ``large``: the latest large popsize). N. Hansen (2009),
+         "Benchmarking a BI-population CMA-ES on the BBOB-2009 function testbed", GECCO
+         2009 (BBOB workshop), pp. 2389-2396. The bookkeeping follows pycma's ``cma.fmin(...,
+         bipop=True)``: the first run counts on the small budget (so the first restart is
+         large), and a small run stops once it used half the large regime's evaluations
+hof      the base popsize and initial step size, centered on the best genome the island
+         knows (its own best so far, or the best immigrant it received); a fresh random
+         start while it knows none
+=======  ================================================================================
+
+Every restart is seeded by :func:`restart_seed` (the island's strategy seed and the restart
+count), so a run is reproducible and a resumed island restarts exactly as the original did.
+The restarter's state is plain data (``state_dict`` / ``load_state_dict``, checkpointed with
+the island). Popsizes stay even when the base is (mirrored-pair strategies need that).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from islands.strategies.base import sanitize_fitness
+
+RESTART_POLICIES = ("none", "ipop", "bipop", "hof")
+# G: generations without improvement before an island counts as stagnant. pycma's own
+# stagnation test (tolstagnation) waits 100 + 100 n^1.5 / popsize generations (over 10^5
+# for a 2,804-parameter policy), so islands need their own. 50 is a few percent of the env
+# table's generation caps; it is a starting point, not a measured optimum (the Rastrigin
+# tests use 10, where a run stuck in a local basin stops improving within ~10 generations).
+DEFAULT_PATIENCE = 50
+# IPOP / BIPOP large popsizes stop growing at 32 x the base (5 doublings: 64 -> 2,048): a
+# generation costs popsize evaluations, and an island must still report now and then.
+DEFAULT_MAX_POPSIZE_FACTOR = 32
+
+
+@dataclass(frozen=True)
+class RestartSettings:
+    """An island's restart policy; see the module docstring."""
+
+    policy: str = "none"
+    patience: int = DEFAULT_PATIENCE  # G, generations without improvement
+    max_popsize_factor: int = DEFAULT_MAX_POPSIZE_FACTOR  # large popsize <= base x this
+
+    def __post_init__(self) -> None:
+        if self.policy not in RESTART_POLICIES:
+            raise ValueError(f"unknown restart policy {self.policy!r}; choose one of "
+                             f"{', '.join(RESTART_POLICIES)}")
+        if int(self.patience) < 1 or int(self.max_popsize_factor) < 1:
+            raise ValueError("restart patience and max_popsize_factor must be positive, got "
+                             f"{self.patience} and {self.max_popsize_factor}")
+
+
+def restart_seed(seed: int, restarts: int) -> int:
+    """Seed of an island's ``restarts``-th restart, from its strategy seed."""
+    return int(np.random.SeedSequence([int(seed), int(restarts), 7]).generate_state(1)[0])
+
+
+class Stagnation:
+    """Counts generations in which neither the best fitness nor the median of a generation
+    beats the best value it has had since the last ``reset``; stagnant after ``patience``
+    such generations in a row (any improvement of either restarts the count)."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience = int(patience)
+        self.reset()
+
+    def reset(self) -> None:
+        self.best, self.median, self.flat = -math.inf, -math.inf, 0
+
+    def update(self, fitness) -> bool:
+        """Take one generation's fitness (to maximize); True when stagnant."""
+        f = sanitize_fitness(fitness)
+        if f.size == 0:
+            return False
+        top, mid = float(f.max()), float(np.median(f))
+        if top > self.best or mid > self.median:
+            self.flat = 0
+        else:
+            self.flat += 1
+        self.best, self.median = max(self.best, top), max(self.median, mid)
+        return self.flat >= self.patience
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "median": self.median, "flat": self.flat}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.best, self.median, self.flat = float(d["best"]), float(d["median"]), int(d["flat"])
+
+
+@dataclass(frozen=True)
+class RestartPlan:
+    """How the next run starts: its strategy's popsize, step size, seed and x0."""
+
+    reason: str  # why the previous run ended
+    regime: str  # "large" (ipop, bipop), "small" (bipop) or "hof"
+    popsize: int
+    sigma: float
+    seed: int
+    x0: np.ndarray
+
+
+class Restarter:
+    """One island's restart bookkeeping: ``check`` after each generation, ``plan`` when it
+    says to restart. ``base_popsize`` and ``sigma0`` are the island's first run's."""
+
+    def __init__(self, settings: RestartSettings, *, base_popsize: int, sigma0: float,
+                 seed: int) -> None:
+        self.settings = settings
+        self.base_popsize, self.sigma0, self.seed = int(base_popsize), float(sigma0), int(seed)
+        self.stagnation = Stagnation(settings.patience)
+        self.restarts = 0
+        self.doublings = 0  # large-regime restarts so far (the popsize exponent)
+        self.regime = "first"
+        self.run_evals = 0  # evaluations of the current run
+        self.budget = {"small": 0, "large": 0}  # BIPOP: evaluations per regime
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.policy != "none"
+
+    def check(self, fitness, strategy) -> str | None:
+        """After a generation: why the current run should end now, or None."""
+        if not self.enabled:
+            return None
+        n = int(np.size(fitness))
+        self.run_evals += n
+        # pycma's BIPOP: the first run is accounted on the small budget
+        self.budget["large" if self.regime == "large" else "small"] += n
+        if self.stagnation.update(fitness):
+            return f"no improvement in {self.settings.patience} generations"
+        reason = strategy.stop_reason()
+        if reason:
+            return reason
+        if self.regime == "small" and self.run_evals >= 0.5 * self.budget["large"]:
+            return "small-population budget spent"
+        return None
+
+    def plan(self, reason: str, best_x: np.ndarray | None,
+             draw_x0: Callable[[np.random.Generator], np.ndarray]) -> RestartPlan:
+        """Count a restart and say how it starts. ``best_x``: the best genome the island
+        knows (for hof); ``draw_x0(rng)``: a fresh random start."""
+        if not self.enabled:
+            raise RuntimeError("restart policy 'none' never restarts")
+        self.restarts += 1
+        seed = restart_seed(self.seed, self.restarts)
+        rng = np.random.default_rng(seed)  # the start, as the island draws its first one
+        if self.settings.policy == "hof":
+            regime, popsize, sigma = "hof", self.base_popsize, self.sigma0
+            x0 = draw_x0(rng) if best_x is None else np.array(best_x, dtype=np.float64)
+        else:
+            regime, popsize, sigma = self._next_regime(seed)
+            x0 = draw_x0(rng)
+        self.regime, self.run_evals = regime, 0
+        self.stagnation.reset()
+        return RestartPlan(reason, regime, self._even(max(popsize, self.base_popsize)),
+                           float(sigma), seed, np.asarray(x0, dtype=np.float64))
+
+    def _next_regime(self, seed: int) -> tuple[str, int, float]:
+        """(regime, popsize, sigma) of an IPOP / BIPOP restart (module docstring)."""
+        if self.settings.policy == "bipop" and self.budget["small"] < self.budget["large"]:
+            u1, u2 = np.random.default_rng([seed, 1]).random(2)
+            half_large = 0.5 * self._large_popsize() / self.base_popsize
+            return ("small", math.floor(self.base_popsize * half_large ** (u1 * u1)),
+                    self.sigma0 * 10.0 ** (-2.0 * u2))
+        self.doublings += 1
+        return "large", self._large_popsize(), self.sigma0
+
+    def _large_popsize(self) -> int:
+        factor = min(2 ** self.doublings, self.settings.max_popsize_factor)
+        return self.base_popsize * factor
+
+    def _even(self, popsize: int) -> int:
+        return popsize + (popsize % 2) if self.base_popsize % 2 == 0 else popsize
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"restarts": self.restarts, "doublings": self.doublings, "regime": self.regime,
+                "run_evals": self.run_evals, "budget": dict(self.budget),
+                "stagnation": self.stagnation.state_dict()}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.restarts, self.doublings = int(d["restarts"]), int(d["doublings"])
+        self.regime, self.run_evals = str(d["regime"]), int(d["run_evals"])
+        self.budget = {k: int(v) for k, v in d["budget"].items()}
+        self.stagnation.load_state_dict(d["stagnation"])
