@@ -53,7 +53,7 @@ def _fill_env_defaults(c: Config) -> None:
     if c.island_specs is not None and c.islands is None:
         c.islands = len(c.island_specs)
     if c.islands is None:
-        c.islands = 4
+        c.islands = max(1, os.cpu_count() or 1)  # one island per CPU of this machine
 
 
 def _derive(c: Config) -> None:
