@@ -180,7 +180,7 @@ class IslandCore:
         t_call = time.perf_counter()
         self.set_obs_stats(obs_stats)
         accepted = self.accept(immigrants)
-        elite = _Elite(max(1, int(self.spec.emigrants)), self.dim)
+        elite = _Elite(int(self.spec.emigrants), self.dim)
         evals0, steps0 = self.evals, self.env_steps
         for _ in range(int(k)):
             self._maybe_debug_exit()

@@ -34,9 +34,10 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "stop_reason": result.stop_reason,
         "wall_s": result.wall_s,
         "startup_s": startup_s,
-        "total_evals": sum(r["evals"] for r in last.values()),
-        "total_env_steps": sum(r["env_steps"] for r in last.values()),
-        "total_episodes": sum(r.get("episodes", 0) for r in last.values()),
+        # the run loop's totals: the sum of each island's last report
+        "total_evals": result.totals["evals"],
+        "total_env_steps": result.totals["env_steps"],
+        "total_episodes": result.totals["episodes"],
         # the run's totals when the solution was found (the report it came from)
         **_to_solve(result),
         "generations": {str(i): r["generation"] for i, r in sorted(last.items())},

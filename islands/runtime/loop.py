@@ -190,6 +190,7 @@ class RunLoop:
         self.t0 = self.t_start - prior
         self.rows: list[dict[str, Any]] = list(arch.prior_rows)
         self.latest = {int(r["island"]): r for r in self.rows}  # each island's last row
+        self._totals = self._sum_latest()
         self.calls = IslandCalls(arch.islands, self.cfg.gens_per_call, self.cfg.max_restarts)
         self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
@@ -268,18 +269,19 @@ class RunLoop:
         row = result.report.row()
         row["wall_s"] = time.monotonic() - self.t0
         self.latest[i] = row
-        row.update({f"total_{k}": v for k, v in self.totals().items()})
+        self._totals = self._sum_latest()  # once per report, not once per loop pass
+        row.update({f"total_{k}": v for k, v in self._totals.items()})
         self.rows.append(row)
         # The ref, not the value: the coordinator reads it from the object store.
         self.outbox.send(i, ref, result)
         if self.cfg.generations is None or row["generation"] < self.cfg.generations:
             self.calls.submit(i)
-        self.queue.offer(i, result, {**self.totals(), "wall_s": row["wall_s"]})
+        self.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
         self.status["elapsed"] = row["wall_s"]
         if self.on_report is not None:
             self.on_report(row, self.status)
 
-    def totals(self) -> dict[str, int]:
+    def _sum_latest(self) -> dict[str, int]:
         """Evaluations, episodes and env steps of all islands so far (counts are
         cumulative per island: the sum of each island's latest row)."""
         return {k: int(sum(r.get(k, 0) for r in self.latest.values()))
@@ -287,7 +289,7 @@ class RunLoop:
 
     def _over_budget(self) -> str | None:
         """The budget (--max-evals, --max-episodes, --max-env-steps) that is spent."""
-        t = self.totals()
+        t = self._totals
         for limit, key, name in ((self.cfg.max_evals, "evals", "evaluation budget"),
                                  (self.cfg.max_episodes, "episodes", "episode budget"),
                                  (self.cfg.max_env_steps, "env_steps", "env-step budget")):
@@ -350,7 +352,7 @@ class RunLoop:
             rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s, best=best,
             test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
-            totals=self.totals())
+            totals=dict(self._totals))
 
     def _finish_running_test(self) -> None:
         if self.test_ref is None or self.passed:
