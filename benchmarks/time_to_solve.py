@@ -67,12 +67,16 @@ def main() -> int:
     p.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 1,4,7 (default: 0-9)")
     p.add_argument("--islands", type=int, default=2)
     p.add_argument("--timeout", type=float, default=3600, help="seconds per run at most")
+    p.add_argument("--keep", metavar="DIR", default=None,
+                   help="keep each seed's run directory as DIR/s<seed> (default: a temporary "
+                   "directory, removed at the end)")
     args, extra = p.parse_known_args()
     extra = [a for a in extra if a != "--"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        base = Path(args.keep) if args.keep else Path(tmp)
         for seed in parse_seeds(args.seeds):
-            r = run_seed(args.env, args.islands, seed, extra, Path(tmp) / f"s{seed}",
+            r = run_seed(args.env, args.islands, seed, extra, base / f"s{seed}",
                          args.timeout)
             rows.append(r)
             print(f"seed {seed:>3}  solved {str(r['solved']):>5}  run wall "

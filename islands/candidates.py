@@ -36,33 +36,41 @@ class Candidate:
     kind: str = "sample"
     # the archipelago's totals (evals, episodes, env_steps, wall_s) when it was found
     found_at: dict[str, float] = dataclasses.field(default_factory=dict)
+    # the island's re-evaluation on fresh training episodes (None: none ran)
+    confirmed: float | None = None
+
+    @property
+    def score(self) -> float:
+        return self.fitness if self.confirmed is None else self.confirmed
 
 
 class CandidateQueue:
-    """The best untested candidate of each kind whose training fitness reached the target;
-    ``next()`` alternates between the kinds, center first."""
+    """The best untested candidate of each kind whose score (its island's re-evaluation on
+    fresh episodes where one ran, else its training fitness) reached the target;
+    ``next()`` alternates between the kinds, center first. ``rejected`` counts offers
+    whose re-evaluation fell short although their training fitness reached the target."""
 
     def __init__(self, target: float | None) -> None:
         self.target = target
         self.best: dict[str, Candidate | None] = dict.fromkeys(KINDS)
         self._last = KINDS[-1]
+        self.rejected = 0
 
     def offer(self, i: int, result: EvolveResult, found_at: dict[str, float] | None = None
               ) -> None:
-        """Take island ``i``'s best sample (and its center, if it came) as candidates;
-        ``found_at``: the run's totals at this report."""
-        emi = result.emigrants
-        if self.target is None or not len(emi):
+        """Take island ``i``'s offers (``result.offers``); ``found_at``: the run's totals
+        at this report."""
+        if self.target is None:
             return
-        j = int(np.argmax(emi.fitness))
-        f = float(emi.fitness[j])
-        if f < self.target:
-            return
-        for kind, x in (("sample", emi.params[j]), ("center", result.center)):
-            prev = self.best[kind]
-            if x is not None and (prev is None or prev.fitness < f):
-                self.best[kind] = Candidate(np.array(x), f, i, result.report.generation,
-                                            result.obs_stats, kind, dict(found_at or {}))
+        for o in result.offers:
+            if o.score < self.target:
+                self.rejected += int(o.fitness >= self.target)
+                continue
+            prev = self.best[o.kind]
+            if prev is None or prev.score < o.score:
+                self.best[o.kind] = Candidate(
+                    np.array(o.params), o.fitness, i, result.report.generation,
+                    result.obs_stats, o.kind, dict(found_at or {}), o.confirmed)
 
     def next(self) -> Candidate | None:
         """The next candidate to test (removed from the queue), or None."""

@@ -4,8 +4,8 @@
 and migrants, then runs ``k`` times ask -> evaluate -> tell, and returns an
 :class:`~islands.messages.EvolveResult`: a report row, its emigrants (the best genomes it
 evaluated in this call, with their fitness), the observation-moment delta since its
-previous call and, once a sample reaches the candidate threshold, its search center. The
-Ray actor around it (``islands.runtime.actors``) only sizes threads and picks the device.
+previous call and, once a sample reaches the candidate threshold, candidate offers (that
+sample and the search center, re-evaluated on fresh episodes: ``_offers``). The Ray actor around it (``islands.runtime.actors``) only sizes threads and picks the device.
 
 Immigrant batches whose width is not this island's dimension are rejected, logged and
 counted; the island carries on. Seeds: :mod:`islands.seeds`.
@@ -21,20 +21,32 @@ all of them and the immigrants it received, so neither ever decreases.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import sys
 import time
 from typing import Any
 
 import numpy as np
 
 from .checkpointing import CheckpointClock, CheckpointSpec
-from .messages import Emigrants, EvolveResult, IslandInfo, IslandReport
+from .messages import CandidateOffer, Emigrants, EvolveResult, IslandInfo, IslandReport
 from .planning import IslandSpec
 from .restarts import Restarter, RestartSettings
-from .seeds import strategy_seed, train_seed
+from .seeds import confirm_seed, strategy_seed, train_seed
 
 log = logging.getLogger("islands.island")
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process (an island's actor process), in MiB."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0.0
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return kib / (1 << 20) if sys.platform == "darwin" else kib / 1024  # macOS: bytes
 
 
 class _Elite:
@@ -64,6 +76,9 @@ class IslandCore:
         self.device, self.num_threads = device, int(num_threads)
         self.evaluator = evaluator or eval_spec.replace(episodes=spec.episodes).build(
             num_threads=self.num_threads, device=device)
+        # candidates' re-evaluations: built at the first one (None without an eval_spec)
+        self._eval_spec, self._confirmer = eval_spec, None
+        self.confirmations = 0
         self.dim = int(self.evaluator.num_params)
         seed = strategy_seed(self.run_seed, self.index)
         x0 = self.evaluator.policy.init_params(np.random.default_rng(seed))
@@ -78,6 +93,7 @@ class IslandCore:
         self.evals = self.episodes = self.env_steps = self.frames = 0
         self.immigrants = 0  # accepted migrant genomes, cumulative
         self.rejected = 0  # migrant genomes refused (wrong dimension), cumulative
+        self.held_off = 0  # migrant genomes a fresh restart kept out (Restarter.isolated)
         self.calls = 0
         self._t0 = time.perf_counter()
         self._delta = None  # RunningMeanStd of observations since the last report
@@ -147,7 +163,9 @@ class IslandCore:
                     "island %d: rejected %d migrant(s) from island %s: shape %s, expected "
                     "(k, %d)", self.index, len(f), batch.source, P.shape, self.dim)
                 continue
-            if len(f):
+            if len(f) and self.restarter.isolated(int(self.strategy.generation)):
+                self.held_off += len(f)  # a fresh restart explores on its own first
+            elif len(f):
                 self.strategy.inject(P, f)
                 n += len(f)
         self.immigrants += n
@@ -189,13 +207,14 @@ class IslandCore:
             if self.spec.slowdown_s > 0:  # debug option: make this island slow on purpose
                 time.sleep(self.spec.slowdown_s)
         self.calls += 1
+        offers = self._offers(elite)
         report = self._report(accepted, time.perf_counter() - t_call, evals0, steps0)
         self.maybe_checkpoint()
         stats = self.evaluator.obs_stats
         return EvolveResult(
             report=report,
             emigrants=Emigrants(elite.x, elite.f, self.index, report.generation),
-            center=self._candidate_center(elite.f),
+            offers=offers,
             obs_delta=self.take_obs_delta(),
             obs_stats=None if stats is None else stats.state_dict())
 
@@ -226,15 +245,56 @@ class IslandCore:
                         self.generation)
             os._exit(1)
 
-    def _candidate_center(self, elite_f: np.ndarray) -> np.ndarray | None:
+    # ---- candidates ------------------------------------------------------------------
+    def _offers(self, elite: _Elite) -> list[CandidateOffer]:
+        """Once the call's best sample reached the candidate threshold: that sample and the
+        search center, each re-evaluated on ``spec.confirm_episodes`` fresh episodes where
+        set. A best sample won among ``popsize`` evaluations on the same few episodes, so
+        its training fitness is biased upwards; most such winners fail a test. The island
+        re-evaluates them itself (two genomes, a few episodes), so the tester -- whose
+        screen alone takes 20 episodes, on CPU the islands share -- only sees genomes that
+        held up (the queue drops offers whose re-evaluation is below the target)."""
         t = self.candidate_threshold
-        if t is not None and elite_f.size and elite_f.max() >= t:
-            # a run that ended with this call's last generation: its center, not the
-            # next run's start
-            if self.strategy.generation == 0 and self._center_at_restart is not None:
-                return self._center_at_restart
-            return self.strategy.center
-        return None
+        if t is None or not elite.f.size or elite.f.max() < t:
+            return []
+        center = self.strategy.center
+        if self.strategy.generation == 0 and self._center_at_restart is not None:
+            center = self._center_at_restart  # the run that just ended made the sample
+        f = float(elite.f[0])
+        offers = [CandidateOffer("sample", np.array(elite.x[0]), f),
+                  CandidateOffer("center", np.array(center, dtype=np.float64), f)]
+        n = int(self.spec.confirm_episodes)
+        if n <= 0 or self._eval_spec is None:
+            return offers
+        scores = self._confirm(np.stack([o.params for o in offers]), n)
+        return [dataclasses.replace(o, confirmed=float(c), confirm_episodes=n)
+                for o, c in zip(offers, scores, strict=True)]
+
+    def _confirm(self, X: np.ndarray, n: int) -> np.ndarray:
+        """Mean returns of the rows of ``X`` over ``n`` fresh training episodes, under the
+        island's current observation statistics (frozen: the re-evaluation's observations
+        do not enter them). Its own evaluator, so the training episode streams -- and a
+        resumed run's bit-identity -- are untouched; its episodes count in the island's
+        ``episodes`` and ``env_steps``."""
+        if self._confirmer is None or self._confirmer.episodes != n:
+            self._close_confirmer()
+            self._confirmer = self._eval_spec.replace(episodes=n).build(
+                num_threads=self.num_threads, device=self.device)
+        ev, stats = self._confirmer, self.evaluator.obs_stats
+        if stats is not None:
+            ev.set_obs_stats(stats.state_dict())
+        ev.restart_episodes()  # episodes from this call's seed alone
+        res = ev.evaluate(X, seed=confirm_seed(self.run_seed, self.index, self.generation))
+        self.confirmations += len(X)
+        self.episodes += int(np.size(res.returns))
+        self.env_steps += int(res.env_steps)
+        self.frames += int(res.frames)
+        return np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+
+    def _close_confirmer(self) -> None:
+        if self._confirmer is not None:
+            self._confirmer.close()
+            self._confirmer = None
 
     def _report(self, accepted: int, call_s: float, evals0: int, steps0: int) -> IslandReport:
         fin = self._last_fitness[np.isfinite(self._last_fitness)]
@@ -253,7 +313,8 @@ class IslandCore:
             island_wall_s=float(time.perf_counter() - self._t0),
             # observations behind this island's normalization (its own plus merged ones)
             obs_count=float(stats.count) if stats is not None else 0.0,
-            restarts=int(self.restarter.restarts))
+            restarts=int(self.restarter.restarts), confirmations=int(self.confirmations),
+            peak_rss_mb=_peak_rss_mb())
 
     # ---- state (for checkpoints) -------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
@@ -270,7 +331,8 @@ class IslandCore:
             "counters": {"evals": self.evals, "episodes": self.episodes,
                          "env_steps": self.env_steps,
                          "frames": self.frames, "immigrants": self.immigrants,
-                         "rejected": self.rejected, "calls": self.calls},
+                         "rejected": self.rejected, "calls": self.calls,
+                         "confirmations": self.confirmations, "held_off": self.held_off},
             "build": dict(self._build), "restarter": self.restarter.state_dict(),
             "generation_offset": self._gen_offset,
             "prev_best": {"x": self._prev_best[0], "f": self._prev_best[1]},
@@ -353,3 +415,4 @@ class IslandCore:
 
     def close(self) -> None:
         self.evaluator.close()
+        self._close_confirmer()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,9 @@ class IslandReport:
     evals: int = 0
     env_steps: int = 0
     frames: int = 0
-    episodes: int = 0  # training episodes, cumulative (evals x episodes per evaluation)
+    # training episodes, cumulative: evals x episodes per evaluation, plus the candidates'
+    # re-evaluations (``confirmations`` genomes x ``IslandSpec.confirm_episodes``)
+    episodes: int = 0
     fitness_max: float = math.nan  # of the last generation's population (NaN: none finite)
     fitness_mean: float = math.nan
     best_so_far: float = -math.inf  # the strategy's best fitness ever measured
@@ -59,9 +61,32 @@ class IslandReport:
     island_wall_s: float = 0.0
     obs_count: float = 0.0  # observations behind the island's normalization (0: none)
     restarts: int = 0  # strategy restarts against stagnation (islands.restarts), cumulative
+    confirmations: int = 0  # candidate genomes re-evaluated before an offer, cumulative
+    peak_rss_mb: float = 0.0  # the island process's peak resident memory so far
 
     def row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclass
+class CandidateOffer:
+    """A genome an island offers for a test against the target (``islands.candidates``).
+
+    ``kind`` "sample": the best genome evaluated in the call; "center": the search center
+    (distribution mean; GA elite) at that moment. ``fitness``: the sample's training
+    fitness. ``confirmed``: the genome's mean return over ``confirm_episodes`` fresh
+    training episodes (``IslandSpec.confirm_episodes``); None when not re-evaluated."""
+
+    kind: str
+    params: np.ndarray
+    fitness: float
+    confirmed: float | None = None
+    confirm_episodes: int = 0
+
+    @property
+    def score(self) -> float:
+        """What the candidate queue ranks by: the re-evaluation where there is one."""
+        return self.fitness if self.confirmed is None else self.confirmed
 
 
 @dataclass
@@ -70,9 +95,9 @@ class EvolveResult:
 
     report: IslandReport
     emigrants: Emigrants  # the best genomes evaluated during the call
-    # The search center (distribution mean; GA elite), only once the best sample of the
-    # call reached the island's candidate threshold: a large network's center is megabytes.
-    center: np.ndarray | None = None
+    # Only once the best sample of the call reached the island's candidate threshold (a
+    # large network's center is megabytes): its best sample and its center.
+    offers: list[CandidateOffer] = field(default_factory=list)
     obs_delta: dict[str, Any] | None = None  # new observation moments since the last call
     obs_stats: dict[str, Any] | None = None  # the statistics this call normalized with
 

@@ -44,12 +44,16 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "hall_of_fame": result.hof,
         "solution": None if best is None else {
             "island": best.island, "generation": best.generation,
-            "training_fitness": best.fitness},
+            "training_fitness": best.fitness, "confirmed": best.confirmed},
         "tests": result.tests,
         # the tester's share of the machine, beside the islands' total_env_steps
         "tester": {"tests": len(result.tests),
                    "env_steps": sum(t.get("env_steps", 0) for t in result.tests),
-                   "cpu_s": sum(t.get("cpu_s", 0.0) for t in result.tests)},
+                   "cpu_s": sum(t.get("cpu_s", 0.0) for t in result.tests),
+                   # genomes the islands re-evaluated before offering, and the offers
+                   # that re-evaluation kept from the tester
+                   "confirmations": sum(r.get("confirmations", 0) for r in last.values()),
+                   "offers_rejected": result.offers_rejected},
         "migration": result.coordinator_stats,
         "cpus_per_island": [s.num_cpus for s in plan],
         "num_params": infos[0].dim if infos else None,

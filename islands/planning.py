@@ -36,9 +36,11 @@ class IslandSpec:
     resources: dict[str, float] = field(default_factory=dict)
     slowdown_s: float = 0.0  # debug: sleep after each generation (an island slow on purpose)
     emigrants: int = 1  # genomes returned per call
-    # A call whose best sample reaches this also returns the island's search center, a
-    # candidate to test (candidates.Candidate); None: never.
+    # A call whose best sample reaches this also offers that sample and the island's search
+    # center as candidates to test (messages.CandidateOffer); None: never.
     candidate_threshold: float | None = None
+    # ... each first re-evaluated on this many fresh training episodes (0: not)
+    confirm_episodes: int = 0
     debug_exit_after_gen: int | None = None  # debug (fault tests): exit once, there
     restart: str = "none"  # restart policy against stagnation (islands.restarts)
     restart_patience: int = DEFAULT_PATIENCE  # G, generations without improvement
@@ -98,6 +100,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         slowdown_s=float(s.get("slowdown_s", 0.0)),
         emigrants=max(1, cfg.migrants),
         candidate_threshold=None if cfg.target is None else float(cfg.target),
+        confirm_episodes=int(cfg.confirm_episodes),
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
                               if cfg.debug_exit_island == i else None),
         restart=str(s.get("restart", cfg.restart)),

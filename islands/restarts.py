@@ -17,13 +17,16 @@ policy   the next run
 =======  ================================================================================
 none     never restarts (the strategy runs as it always did; nothing is checked)
 ipop     a fresh random start (the policy's initial parameters), the initial step size,
-         popsize doubled at each restart (capped at ``max_popsize_factor`` x the base).
+         popsize doubled at each restart (capped at ``max_popsize_factor`` x the base);
+         the fresh run takes no migrants for its first ``patience`` generations
+         (``Restarter.isolated``).
          A. Auger and N. Hansen (2005), "A restart CMA evolution strategy with increasing
          population size", IEEE CEC 2005, pp. 1769-1776
 bipop    two interlaced regimes, each restart taking the one that has used fewer
          evaluations so far: *large*, IPOP's doubling; *small*, popsize
          ``floor(base * (large / (2 base))^(U1^2))`` and step size ``sigma0 * 10^(-2 U2)``
-         (U1, U2 ~ U(0, 1); ``large``: the latest large popsize). N. Hansen (2009),
+         (U1, U2 ~ U(0, 1); ``large``: the latest large popsize); migrants as for ipop.
+         N. Hansen (2009),
          "Benchmarking a BI-population CMA-ES on the BBOB-2009 function testbed", GECCO
          2009 (BBOB workshop), pp. 2389-2396. The bookkeeping follows pycma's ``cma.fmin(...,
          bipop=True)``: the first run counts on the small budget (so the first restart is
@@ -163,6 +166,15 @@ class Restarter:
         if self.regime == "small" and self.run_evals >= 0.5 * self.budget["large"]:
             return "small-population budget spent"
         return None
+
+    def isolated(self, run_generation: int) -> bool:
+        """Whether the island keeps migrants out: an IPOP / BIPOP fresh start, for its first
+        ``patience`` generations. Migrants come from islands still in the basin this one
+        left; injected into a fresh wide population they would outrank every sample and
+        pull the run straight back, undoing the restart. After that the run has found its
+        own basin and competes with them (the hall of fame keeps the best all along)."""
+        return (self.settings.policy in ("ipop", "bipop") and self.restarts > 0
+                and run_generation < self.settings.patience)
 
     def plan(self, reason: str, best_x: np.ndarray | None,
              draw_x0: Callable[[np.random.Generator], np.ndarray]) -> RestartPlan:

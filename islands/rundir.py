@@ -29,6 +29,7 @@ METRIC_COLUMNS = (
     "island", "strategy", "generation", "wall_s", "evals", "env_steps", "fitness_max",
     "fitness_mean", "best_so_far", "immigrants", "immigrants_new", "rejected", "frames",
     "call_s", "evals_per_s", "steps_per_s", "obs_count", "episodes", "restarts",
+    "confirmations", "peak_rss_mb",
     # the archipelago's totals (all islands) when the row was recorded
     "total_evals", "total_episodes", "total_env_steps",
 )
@@ -79,7 +80,7 @@ class RunDir:
         df = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
         for c in ("island", "generation", "evals", "env_steps", "immigrants",
                   "immigrants_new", "rejected", "frames", "episodes", "total_evals",
-                  "total_episodes", "total_env_steps", "restarts"):
+                  "total_episodes", "total_env_steps", "restarts", "confirmations"):
             df[c] = df[c].fillna(0).astype("int64")  # (rows of older runs lack some)
         tmp = self.file(".metrics.parquet.tmp")
         df.to_parquet(tmp, index=False)

@@ -155,18 +155,48 @@ def test_island_rejects_wrong_dimension_immigrants_and_carries_on(caplog):
         core.close()
 
 
-def test_island_returns_its_center_once_a_sample_reaches_the_candidate_threshold():
-    cfg = cfg_of(islands=1, strategy="cmaes")
+def test_island_offers_its_best_sample_and_center_once_a_sample_reaches_the_threshold():
+    cfg = cfg_of(islands=1, strategy="cmaes", confirm_episodes=0)
     core = _core(cfg)
     try:
         core.candidate_threshold = math.inf  # no sample reaches it
-        assert core.evolve(1).center is None
+        assert core.evolve(1).offers == []
         core.candidate_threshold = -math.inf  # every sample does
         out = core.evolve(1)
-        np.testing.assert_array_equal(out.center, core.strategy.center)
-        assert out.center.shape == (core.dim,)
+        sample, center = out.offers
+        assert (sample.kind, center.kind) == ("sample", "center")
+        np.testing.assert_array_equal(center.params, core.strategy.center)
+        np.testing.assert_array_equal(sample.params, out.emigrants.params[0])
+        assert sample.fitness == out.emigrants.fitness[0] and sample.confirmed is None
     finally:
         core.close()
+
+
+def test_offers_are_re_evaluated_on_fresh_episodes_without_touching_training():
+    # Same seed, with and without re-evaluation: the training (strategy state, fitness) is
+    # identical -- the re-evaluation has its own evaluator and seeds --, and the
+    # re-evaluation's episodes are counted.
+    plain, confirming = (_core(cfg_of(islands=1, strategy="cmaes", confirm_episodes=n,
+                                      max_episode_steps=200))
+                         for n in (0, 4))
+    try:
+        for core in (plain, confirming):
+            core.candidate_threshold = -math.inf
+        a, b = plain.evolve(2), confirming.evolve(2)
+        np.testing.assert_array_equal(plain.strategy.center, confirming.strategy.center)
+        assert a.report.fitness_max == b.report.fitness_max and a.report.evals == b.report.evals
+        assert [o.confirm_episodes for o in b.offers] == [4, 4]
+        assert all(np.isfinite(o.confirmed) for o in b.offers)
+        assert b.report.confirmations == 2 and a.report.confirmations == 0
+        assert b.report.episodes == a.report.episodes + 2 * 4
+        assert b.report.env_steps > a.report.env_steps
+        # fresh episodes: a CartPole policy's returns differ from episode to episode, so the
+        # sample's re-evaluation is not its training fitness
+        c = confirming.evolve(1).offers
+        assert c[0].confirmed != c[0].fitness or c[1].confirmed != c[0].fitness
+    finally:
+        plain.close()
+        confirming.close()
 
 
 def test_island_state_round_trip_continues_identically():
@@ -194,9 +224,10 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert summary["solved"], summary
     assert summary["test_mean"] >= 475 and summary["test_episodes"] == 100
     assert summary["stop_reason"] == "target"
-    # candidates alternate, an island's search center first (candidates.Candidate)
-    assert summary["tests"][0]["kind"] == "center"
+    # candidates alternate (center first, candidates.Candidate), each re-evaluated by its
+    # island on 10 fresh episodes before it was offered, and only tested when that held up
     assert {t["kind"] for t in summary["tests"]} <= {"center", "sample"}
+    assert all(t["confirmed"] >= 475 for t in summary["tests"] if not t["final"])
     for f in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "fitness.png"):
         assert (tmp_path / "run" / f).exists(), f
     # the moment the solution was found, in the plan's terms
@@ -204,7 +235,10 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert 0 < summary["episodes_to_solve"] <= summary["total_episodes"]
     assert 0 < summary["env_steps_to_solve"] <= summary["total_env_steps"]
     assert 0 < summary["wall_to_solve"] <= summary["wall_s"]
-    assert summary["total_episodes"] == 2 * summary["total_evals"]  # CartPole: 2 per eval
+    # CartPole: 2 episodes per evaluation, plus 10 per re-evaluated candidate
+    confirmations = summary["tester"]["confirmations"]
+    assert confirmations >= 2 * sum(not t["final"] for t in summary["tests"])  # sample+center
+    assert summary["total_episodes"] == 2 * summary["total_evals"] + 10 * confirmations
     assert summary["tester"]["tests"] == len(summary["tests"])
     assert summary["tester"]["env_steps"] >= 100 * 475  # the passing test alone
 

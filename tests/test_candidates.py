@@ -5,14 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from islands.candidates import Candidate, CandidateQueue, choose_solution, untested
-from islands.messages import Emigrants, EvolveResult, IslandReport
+from islands.messages import CandidateOffer, Emigrants, EvolveResult, IslandReport
 
 
-def _result(i, g, fitness, center=None):
+def _result(i, g, fitness, center=None, confirmed=(None, None)):
+    """An island's result whose best sample has ``max(fitness)``; offers as an island
+    makes them once that reaches the threshold (here: always)."""
     f = np.asarray(fitness, dtype=float)
     rep = IslandReport(island=i, strategy="cmaes", generation=g)
+    top = float(f.max())
+    offers = [CandidateOffer("sample", np.full(2, top), top, confirmed[0])]
+    if center is not None:
+        offers.append(CandidateOffer("center", np.full(2, float(center)), top, confirmed[1]))
     return EvolveResult(report=rep, emigrants=Emigrants(np.tile(f[:, None], (1, 2)), f, i, g),
-                        center=None if center is None else np.full(2, float(center)))
+                        offers=offers)
 
 
 def _cand(x, kind="sample"):
@@ -34,6 +40,17 @@ def test_queue_keeps_the_best_per_kind_above_the_target_and_alternates_center_fi
     q.offer(0, _result(0, 5, [21.0], center=-5))
     # the last one tested was a sample: a center comes next, then the sample
     assert [c.kind for c in (q.next(), q.next())] == ["center", "sample"]
+
+
+def test_offers_whose_re_evaluation_falls_short_are_dropped_and_counted():
+    q = CandidateQueue(target=10.0)
+    q.offer(0, _result(0, 1, [14.0], center=-1, confirmed=(8.0, 9.5)))  # both fall short
+    assert q.next() is None and q.rejected == 2
+    q.offer(1, _result(1, 2, [12.0], center=-2, confirmed=(11.0, 3.0)))
+    q.offer(0, _result(0, 3, [30.0], center=-3, confirmed=(10.5, 2.0)))  # ranked by 10.5
+    only = q.next()
+    assert (only.kind, only.island, only.confirmed, only.score) == ("sample", 1, 11.0, 11.0)
+    assert q.next() is None and q.rejected == 4
 
 
 def test_no_target_queues_nothing():

@@ -13,6 +13,7 @@ from islands import plainstate
 from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
 from islands.island import IslandCore
+from islands.messages import Emigrants
 from islands.planning import plan_islands
 from islands.restarts import (
     RESTART_POLICIES,
@@ -285,6 +286,35 @@ def test_a_hof_restart_centers_the_island_on_its_best_genome():
         assert f >= best_f
     finally:
         a.close()
+
+
+def test_a_fresh_ipop_start_keeps_migrants_out_for_patience_generations():
+    a = _island(_island_cfg(restart="ipop", restart_patience=2))
+    try:
+        migrant = Emigrants(np.full((1, a.dim), 0.3), np.array([1e6]), source=1)
+        assert a.evolve(1, [migrant]).report.immigrants_new == 1  # the first run takes them
+        while not a.restarter.restarts:
+            a.evolve(1)
+        held = a.held_off
+        # the fresh run's first two generations: kept out, and the run is its own
+        for _ in range(2):
+            if a.strategy.generation >= 2:
+                break
+            assert a.evolve(1, [migrant]).report.immigrants_new == 0
+        assert a.held_off > held
+        while a.strategy.generation < 2:
+            a.evolve(1)
+        assert a.evolve(1, [migrant]).report.immigrants_new == 1  # then it competes
+    finally:
+        a.close()
+
+
+def test_isolation_is_for_fresh_ipop_and_bipop_starts_only():
+    for policy, isolated in (("ipop", True), ("bipop", True), ("hof", False)):
+        r = _restarter(policy)
+        assert not r.isolated(0)  # the first run is not a restart
+        r.plan("test", np.zeros(3), lambda rng: rng.standard_normal(3))
+        assert r.isolated(0) is isolated and not r.isolated(5)  # patience 5
 
 
 # ---- configuration -------------------------------------------------------------------------

@@ -65,6 +65,10 @@ class Config:
     target: Any = _opt(
         "auto", "stop when the best genome's test mean reaches this; auto: the env table's "
         "solved score, none: never", "target", metavar="F|auto|none")
+    confirm_episodes: int = _opt(
+        10, "fresh training episodes on which an island re-evaluates a genome whose training "
+        "fitness reached the target, before it offers it for a test (0: offer it on its "
+        "training fitness)", "int", metavar="N")
     test_episodes: int = _opt(100, "episodes of the test that validates a candidate (and the "
                               "final test), on seeds disjoint from training", "int", metavar="N")
     test_max_episode_steps: int | None = _opt(

@@ -57,6 +57,7 @@ class RunResult:
     islands: list[IslandInfo]
     restarts: list[int] = dataclasses.field(default_factory=list)  # calls lost per island
     totals: dict[str, float] = dataclasses.field(default_factory=dict)  # evals, episodes...
+    offers_rejected: int = 0  # candidates whose island's re-evaluation fell short
 
 
 class IslandCalls:
@@ -318,12 +319,15 @@ class RunLoop:
 
     def _record_test(self, cand: Candidate, res: dict[str, Any], final: bool = False) -> bool:
         """Log a finished test; True when it passes the target."""
-        self.tests.append({"fitness": cand.fitness, "island": cand.island,
+        self.tests.append({"fitness": cand.fitness, "confirmed": cand.confirmed,
+                           "island": cand.island,
                            "generation": cand.generation, "kind": cand.kind, **res,
                            "wall_s": time.monotonic() - self.t0, "final": final})
         self.tested.append((cand, res))
-        log.info("test of island %d's %s (generation %d, training fitness %.1f): mean %.1f "
-                 "over %d episodes%s", cand.island, cand.kind, cand.generation, cand.fitness,
+        log.info("test of island %d's %s (generation %d, training fitness %.1f, "
+                 "re-evaluated %s): mean %.1f over %d episodes%s", cand.island, cand.kind,
+                 cand.generation, cand.fitness,
+                 "-" if cand.confirmed is None else f"{cand.confirmed:.1f}",
                  res["mean"], res["episodes"],
                  " (screened out)" if res.get("screened_out") else "")
         return passes(res, self.cfg.target)
@@ -352,7 +356,7 @@ class RunLoop:
             rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s, best=best,
             test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
-            totals=dict(self._totals))
+            totals=dict(self._totals), offers_rejected=self.queue.rejected)
 
     def _finish_running_test(self) -> None:
         if self.test_ref is None or self.passed:
