@@ -5,7 +5,8 @@ and migrants, then runs ``k`` times ask -> evaluate -> tell, and returns an
 :class:`~islands.messages.EvolveResult`: a report row, its emigrants (the best genomes it
 evaluated in this call, with their fitness), the observation-moment delta since its
 previous call and, once a sample reaches the candidate threshold, candidate offers (that
-sample and the search center, re-evaluated on fresh episodes: ``_offers``). The Ray actor around it (``islands.runtime.actors``) only sizes threads and picks the device.
+sample and the search center, re-evaluated on fresh episodes: ``_offers``). The Ray
+actor around it (``islands.runtime.actors``) only sizes threads and picks the device.
 
 Immigrant batches whose width is not this island's dimension are rejected, logged and
 counted; the island carries on. Seeds: :mod:`islands.seeds`.
