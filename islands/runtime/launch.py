@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -27,11 +28,16 @@ from .cluster import cluster_nodes, connect
 FLUSH_S = 30.0  # seconds between metrics.parquet rewrites during a run
 
 
-def run(cfg: Config, out: str | None = None, display: bool = True) -> dict[str, Any]:
+Observer = Callable[[dict[str, Any], dict[str, Any]], None]
+
+
+def run(cfg: Config, out: str | None = None, display: bool = True,
+        observer: Observer | None = None) -> dict[str, Any]:
     """Run a resolved config; returns the summary dict (also written to the run directory).
     Raises ConfigError / ResourceError / StartError on bad input. ``cfg.resume`` set:
     continue the run in that directory from its checkpoints. Uses an already-initialized
-    Ray as it is."""
+    Ray as it is (a Tune trial's, for instance). ``observer(row, status)``: called after
+    each island report (the experiment runner forwards it to Tune)."""
     from ..resume import check_resume, prior_rows
 
     t_start = time.monotonic()
@@ -65,7 +71,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True) -> dict[str, 
         if resume:
             arch.prior_rows = prior_rows(out)
         rd.write_config(cfg.to_yaml_dict())
-        result = _drive(arch, cfg, rd, plan, infos, display)
+        result = _drive(arch, cfg, rd, plan, infos, display, observer)
         return write_outputs(rd, cfg, plan, infos, result, startup_s)
     finally:
         SIGNALS.arch = None
@@ -75,7 +81,8 @@ def run(cfg: Config, out: str | None = None, display: bool = True) -> dict[str, 
             ray.shutdown()
 
 
-def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool):
+def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool,
+           observer: Observer | None = None):
     """The run itself, with the live table and periodic metrics flushes."""
     from ..display import Display
 
@@ -89,6 +96,8 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
 
         def on_report(row: dict[str, Any], status: dict[str, Any]) -> None:
             disp.update(row, status)
+            if observer is not None:
+                observer(row, status)
             # Long runs leave readable metrics behind even if they are killed.
             if time.monotonic() - flushed[0] >= FLUSH_S:
                 rd.write_metrics(status["rows"])

@@ -1,0 +1,14 @@
+"""Experiments: a research question as a grid of launcher runs (``python -m
+islands.experiment run experiments/X.yaml --scale laptop``).
+
+- ``kinds``: shared names (report kinds, scales, the experiment directory's files).
+- ``spec``: the experiment YAML -> :class:`ExperimentSpec` at one scale, its
+  :class:`Trial` s and their launcher configs (plain Python, no Ray).
+- ``results``, ``figures``, ``report``: an experiment directory's runs -> tables, figures
+  and ``report.md``.
+- ``cli`` (``__main__``): the command; the Tune runner is ``islands.runtime.sweep``.
+"""
+
+from .spec import ExperimentError, ExperimentSpec, Trial, load_experiment, trials
+
+__all__ = ["ExperimentError", "ExperimentSpec", "Trial", "load_experiment", "trials"]

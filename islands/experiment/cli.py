@@ -1,0 +1,136 @@
+"""``python -m islands.experiment run|resume|report``: a research question, one command.
+
+    python -m islands.experiment run experiments/network-scaling.yaml --scale laptop \\
+        [--out DIR] [--address auto]
+    python -m islands.experiment resume DIR      # after Ctrl-C or a lost driver
+    python -m islands.experiment report DIR      # re-render report.md from the results
+
+``run`` checks the whole grid first (an unknown field, a malformed YAML, an unknown scale, a
+trial whose launcher config does not resolve: exit 2, one line, nothing written), writes
+``DIR/experiment.json``, runs every trial through Ray Tune (:mod:`islands.runtime.sweep`),
+then collects ``results.parquet`` / ``curves.parquet`` and writes ``report.md`` with its
+figures. The experiment YAMLs are data: any user-written file works the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .kinds import EXPERIMENT_JSON, REPORT_MD, SCALES, TUNE_DIR
+from .spec import ExperimentError, check_trials, load_experiment, trials
+
+PROG = "islands.experiment"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,resume,report}")
+    r = sub.add_parser("run", help="run an experiment YAML at a scale")
+    r.add_argument("file", help="experiment YAML (see experiments/)")
+    r.add_argument("--scale", default=None, help=f"one of {', '.join(SCALES)} as the file "
+                   "defines them (default: the file's top level as written)")
+    r.add_argument("--out", help="experiment directory (default: "
+                   "runs/experiments/<name>-<scale>-<time>)")
+    r.add_argument("--max-concurrent", type=int, default=None, metavar="N",
+                   help="trials at once at most (default: as many as the cluster holds)")
+    _ray_flags(r)
+    s = sub.add_parser("resume", help="continue an interrupted experiment")
+    s.add_argument("dir", help="the experiment directory")
+    _ray_flags(s)
+    t = sub.add_parser("report", help="collect the results and write report.md again")
+    t.add_argument("dir", help="the experiment directory")
+    return p
+
+
+def _ray_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
+                   help="Ray cluster to join (auto: the local cluster's head); default: an "
+                   "embedded Ray on this machine")
+    p.add_argument("--dashboard", choices=("on", "off"), default="on",
+                   help="Ray dashboard with the embedded Ray (default: on)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            exp_dir = prepare(args.file, args.scale, args.out)
+        else:
+            exp_dir = existing(args.dir)
+    except ExperimentError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    if args.command == "report":
+        return _report(exp_dir)
+    return _execute(exp_dir, args.command == "resume", args.address, args.dashboard == "on",
+                    getattr(args, "max_concurrent", None))
+
+
+def prepare(file: str, scale: str | None, out: str | None) -> Path:
+    """Check the experiment and every trial; only then create DIR and experiment.json."""
+    spec = load_experiment(file, scale)
+    check_trials(spec)
+    exp_dir = Path(out or Path("runs", "experiments",
+                               f"{spec.name}-{scale or 'base'}-{time.strftime('%Y%m%d-%H%M%S')}"))
+    if exp_dir.exists() and (not exp_dir.is_dir() or any(exp_dir.iterdir())):
+        raise ExperimentError(f"{exp_dir} already exists and is not empty (to continue it: "
+                              f"python -m {PROG} resume {exp_dir})")
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    meta = {"spec": spec.to_dict(),
+            "trials": [{"trial_id": t.trial_id, "label": t.label, "params": t.params,
+                        "seed": t.seed} for t in trials(spec)]}
+    (exp_dir / EXPERIMENT_JSON).write_text(json.dumps(meta, indent=2) + "\n")
+    return exp_dir
+
+
+def existing(d: str) -> Path:
+    """An experiment directory: ExperimentError (one line) for anything else."""
+    exp_dir = Path(d)
+    if not (exp_dir / EXPERIMENT_JSON).is_file():
+        raise ExperimentError(f"{d} is not an experiment directory (no {EXPERIMENT_JSON}; "
+                              f"start one with: python -m {PROG} run FILE)")
+    return exp_dir
+
+
+def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
+             max_concurrent: int | None = None) -> int:
+    from ..config import ConfigError
+    from ..runtime import sweep
+
+    n = len(json.loads((exp_dir / EXPERIMENT_JSON).read_text())["trials"])
+    print(f"{PROG}: {'resuming' if resume else 'running'} {n} trials in {exp_dir} "
+          f"(Tune state: {exp_dir / TUNE_DIR})", flush=True)
+    started = sweep.connect(address, dashboard)
+    try:
+        if resume:
+            grid = sweep.resume_experiment(exp_dir)
+        else:
+            grid = sweep.run_experiment(exp_dir, max_concurrent=max_concurrent)
+    except ConfigError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if started:
+            sweep.disconnect()
+    failed = [r.error for r in grid if r.error is not None]
+    code = _report(exp_dir)
+    if failed:
+        print(f"{PROG}: {len(failed)} of {len(grid)} trials failed; first: "
+              f"{str(failed[0]).strip().splitlines()[-1]}", file=sys.stderr)
+        return 1
+    return code
+
+
+def _report(exp_dir: Path) -> int:
+    from .report import write_report
+    from .results import write_results
+
+    results, _ = write_results(exp_dir)
+    path = write_report(exp_dir)
+    print(f"{PROG}: {len(results)} runs; report: {path}")
+    return 0 if (exp_dir / REPORT_MD).exists() else 1

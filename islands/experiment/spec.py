@@ -1,0 +1,400 @@
+"""An experiment file: a research question as a grid of launcher runs, at a chosen scale.
+
+Plain Python (no Ray): :func:`load_experiment` reads a YAML file and picks one scale,
+:func:`trials` expands the grid times the seeds into :class:`Trial` s, :func:`trial_config`
+turns one trial into a resolved launcher :class:`~islands.config.Config`, and
+:func:`check_trials` resolves every trial once so that a bad value fails before anything
+runs. Every problem is an :class:`ExperimentError` with a one-line message.
+
+The format (``experiments/*.yaml``)::
+
+    name: network-scaling            # required; letters, digits, '.', '_', '-'
+    report: network-scaling          # a kinds.REPORT_KINDS entry (default: generic)
+    question: Up to how many parameters does full CMA-ES still solve LunarLander-v3?
+    description: >
+      Free text for the report.
+    base: {env: LunarLander-v3, islands: 2}   # launcher fields shared by every run
+    grid:                                     # launcher field -> the values to try
+      hidden: [[32, 16], [64, 32]]
+      strategy: [cmaes, sep-cmaes, openai-es]
+    seeds: 0-2                       # or [0, 1, 2], 0-3,8 (as benchmarks/ take them), or 7
+    budget: {max_evals: 20000, time_budget: 600}   # keys from kinds.BUDGET_FIELDS
+    scales:                          # any of kinds.SCALES; each block is optional
+      smoke:   {grid: {hidden: [[32, 16]]}, seeds: [0], budget: {time_budget: 30}}
+      laptop:  {seeds: [0], budget: {time_budget: 270}}
+      cluster: {base: {islands: 8}, seeds: 0-4}
+
+The chosen scale's block overrides the top level: ``base`` and ``budget`` merge key by key;
+``grid`` merges per field (a field the scale lists replaces that field's values and keeps
+its place; a field only the scale lists comes after the top level's); ``seeds`` replaces.
+Asking for a scale the file does not define is an error naming the scales it has.
+
+Where a launcher field may go: any field of :data:`islands.config.FIELDS` in ``base`` and
+``grid``, except the runner's own (``kinds.RUNNER_FIELDS``: ``out``, ``namespace``, ...),
+``seed`` (that is what ``seeds`` lists) and, in ``base``, the budget fields (they belong in
+``budget``, where a report reads the budget the arms shared). A grid value may repeat a
+``base`` field; the grid's value wins. Values are checked when :func:`check_trials` resolves
+the trials, with the launcher's own messages.
+
+A run's launcher fields (:attr:`Trial.overrides`): ``base``, then ``budget``, then the
+trial's grid values, then its ``seed``. Trials come in grid-then-seed order: the cartesian
+product of the grid's fields in file order (the first field varies slowest), each with every
+seed; ids ``t000``, ``t001``, ... in that order, so the same file and scale always give the
+same ids.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import itertools
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from islands.config import FIELDS, Config, ConfigError, from_dict, resolve
+
+from .kinds import BUDGET_FIELDS, REPORT_KINDS, RUNNER_FIELDS, SCALES
+
+TOP_KEYS = ("name", "report", "question", "description", "base", "grid", "seeds", "budget",
+            "scales")
+SCALE_KEYS = ("base", "grid", "seeds", "budget")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # it names directories
+_SEED_RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
+
+
+class ExperimentError(ValueError):
+    """A bad experiment file or trial; the message is one line naming the problem."""
+
+
+def _plain(value: Any) -> Any:
+    """JSON's view of ``value``: tuples become lists and keys strings, so that a spec equals
+    itself after ``json.loads(json.dumps(spec.to_dict()))``."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentSpec:
+    """One experiment at one scale: the scale's block already merged into the top level."""
+
+    name: str
+    report: str = "generic"
+    question: str = ""  # one sentence: what the experiment answers
+    description: str = ""
+    base: dict = field(default_factory=dict)  # launcher fields of every run
+    grid: dict = field(default_factory=dict)  # launcher field -> values, in file order
+    seeds: list = field(default_factory=list)
+    budget: dict = field(default_factory=dict)  # kinds.BUDGET_FIELDS -> value
+    scale: str = ""
+    source: str = ""  # the YAML file it came from
+
+    def __post_init__(self) -> None:
+        # Normalised at construction, so every spec (from YAML, JSON or Python) compares
+        # equal to its own round trip.
+        for name in ("base", "grid", "budget"):
+            object.__setattr__(self, name, _plain(getattr(self, name)))
+        object.__setattr__(self, "seeds", [int(s) for s in self.seeds])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data; :meth:`from_dict` gives an equal spec back."""
+        return {f.name: copy.deepcopy(getattr(self, f.name))
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentSpec:
+        """The spec :meth:`to_dict` wrote (e.g. ``experiment.json``)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in d if k not in names]
+        if unknown:
+            raise ExperimentError(f"unknown experiment spec key {unknown[0]!r}; allowed: "
+                                  f"{', '.join(names)}")
+        if not d.get("name"):
+            raise ExperimentError("experiment spec has no name")
+        return cls(**copy.deepcopy(d))
+
+
+# ---- reading the file -----------------------------------------------------------------------
+def _err(path: str, message: str) -> ExperimentError:
+    return ExperimentError(f"{path}: {message}")
+
+
+def _hint(key: str, choices) -> str:
+    close = difflib.get_close_matches(str(key), list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _yaml_loader():
+    """A SafeLoader that refuses duplicate keys: plain YAML keeps the last one silently, and
+    two ``strategy:`` lines in a grid would drop half the grid without a word."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = []  # a list: keys may be unhashable (a YAML list as a key)
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.append(key)
+            return super().construct_mapping(node, deep)
+
+    return Loader
+
+
+def _read_yaml(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        with open(path) as fh:
+            data = yaml.load(fh, Loader=_yaml_loader())  # a SafeLoader: no Python objects
+    except FileNotFoundError:
+        raise ExperimentError(f"experiment file {path!r} not found") from None
+    except OSError as e:
+        raise ExperimentError(f"cannot read experiment file {path!r}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise _err(path, f"malformed YAML{where}: {problem}") from None
+    if data is None:
+        raise _err(path, "the file is empty; an experiment needs at least name and seeds")
+    if not isinstance(data, dict):
+        raise _err(path, f"the top level must be a mapping of {', '.join(TOP_KEYS)}, "
+                         f"got a {type(data).__name__}")
+    return data
+
+
+def _mapping(path: str, where: str, value: Any) -> dict[str, Any]:
+    """A block that must be a mapping (left empty in YAML: an empty one)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _err(path, f"{where} must be a mapping, got {value!r}")
+    return value
+
+
+def _check_field(path: str, where: str, key: Any) -> None:
+    """``key`` is a launcher field an experiment may set in ``where`` (base or grid)."""
+    if key not in FIELDS:
+        raise _err(path, f"unknown field {key!r} in {where}{_hint(key, FIELDS)}")
+    if key in RUNNER_FIELDS:
+        raise _err(path, f"field {key!r} in {where} is set by the runner for each trial")
+    if key == "seed":
+        raise _err(path, f"field 'seed' in {where}: list the seeds under seeds: instead")
+
+
+def _check_base(path: str, where: str, block: Any) -> dict[str, Any]:
+    block = _mapping(path, where, block)
+    for key in block:
+        _check_field(path, where, key)
+        if key in BUDGET_FIELDS:
+            raise _err(path, f"field {key!r} in {where} belongs in budget")
+    return block
+
+
+def _check_grid(path: str, where: str, block: Any) -> dict[str, list]:
+    block = _mapping(path, where, block)
+    for key, values in block.items():
+        _check_field(path, where, key)
+        if not isinstance(values, list) or not values:
+            raise _err(path, f"grid field {key!r} in {where} must be a non-empty list of "
+                             f"values, got {values!r}")
+        seen = set()
+        for v in values:  # a repeated value would run the same trials twice
+            text = json.dumps(_plain(v), sort_keys=True, default=str)
+            if text in seen:
+                raise _err(path, f"grid field {key!r} in {where} lists {v!r} twice")
+            seen.add(text)
+    return block
+
+
+def _check_budget(path: str, where: str, block: Any) -> dict[str, Any]:
+    block = _mapping(path, where, block)
+    for key in block:
+        allowed = f"allowed: {', '.join(BUDGET_FIELDS)}"
+        if key in FIELDS and key not in BUDGET_FIELDS:
+            raise _err(path, f"field {key!r} in {where} is not a budget field (it belongs in "
+                             f"base); {allowed}")
+        if key not in BUDGET_FIELDS:
+            raise _err(path, f"unknown budget key {key!r} in {where}"
+                             f"{_hint(key, BUDGET_FIELDS)}; {allowed}")
+    return block
+
+
+def _seeds(path: str, where: str, value: Any) -> list[int]:
+    """``[0, 1, 2]``, ``"0-4"``, ``"0-3,8"`` or ``7`` -> a list of distinct seeds."""
+    bad = _err(path, f"{where} must be a list of integers or a range like 0-4, got {value!r}")
+    if isinstance(value, bool):
+        raise bad
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, str):
+        seeds = []
+        for part in [p.strip() for p in value.split(",") if p.strip()]:
+            m = _SEED_RANGE.match(part)
+            if not m or (m[2] is not None and int(m[2]) < int(m[1])):
+                raise bad
+            seeds += list(range(int(m[1]), int(m[2] or m[1]) + 1))
+    elif isinstance(value, list) and all(isinstance(s, int) and not isinstance(s, bool)
+                                         for s in value):
+        seeds = list(value)
+    else:
+        raise bad
+    dup = [s for i, s in enumerate(seeds) if s in seeds[:i]]
+    if dup:
+        raise _err(path, f"{where} lists seed {dup[0]} twice")
+    return seeds
+
+
+def _check_scales(path: str, value: Any) -> dict[str, dict[str, Any]]:
+    """Every scale block checked, not only the one asked for: a typo in the cluster block
+    shows up in the laptop run that precedes it."""
+    scales = {}
+    for scale, block in _mapping(path, "scales", value).items():
+        if scale not in SCALES:
+            raise _err(path, f"unknown scale {scale!r} in scales{_hint(scale, SCALES)}; "
+                             f"allowed: {', '.join(SCALES)}")
+        block = _mapping(path, f"scales.{scale}", block)
+        for key in block:
+            if key not in SCALE_KEYS:
+                raise _err(path, f"unknown key {key!r} in scales.{scale}"
+                                 f"{_hint(key, SCALE_KEYS)}; allowed: {', '.join(SCALE_KEYS)}")
+        scales[scale] = _check_blocks(path, block, f"scales.{scale}.")
+    return scales
+
+
+def _check_blocks(path: str, data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The base/grid/budget/seeds blocks of ``data`` (top level or one scale), checked."""
+    out: dict[str, Any] = {
+        "base": _check_base(path, prefix + "base", data.get("base")),
+        "grid": _check_grid(path, prefix + "grid", data.get("grid")),
+        "budget": _check_budget(path, prefix + "budget", data.get("budget")),
+    }
+    if data.get("seeds") is not None:
+        out["seeds"] = _seeds(path, prefix + "seeds", data["seeds"])
+    return out
+
+
+def _check_header(path: str, data: dict[str, Any]) -> dict[str, str]:
+    """Top-level keys, name, report kind, question and description."""
+    for key in data:
+        if key not in TOP_KEYS:
+            raise _err(path, f"unknown key {key!r}{_hint(key, TOP_KEYS)}; allowed: "
+                             f"{', '.join(TOP_KEYS)}")
+    name = data.get("name")
+    if name is None or name == "":
+        raise _err(path, "missing name (e.g. name: network-scaling)")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _err(path, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+    report = data.get("report") or "generic"  # left empty: the default
+    if report not in REPORT_KINDS:
+        raise _err(path, f"unknown report {report!r}{_hint(str(report), REPORT_KINDS)}; "
+                         f"allowed: {', '.join(REPORT_KINDS)}")
+    texts = {}
+    for key in ("question", "description"):
+        value = data.get(key) or ""
+        if not isinstance(value, str):
+            raise _err(path, f"{key} must be text, got {value!r}")
+        texts[key] = value.strip()
+    texts["question"] = " ".join(texts["question"].split())  # one line in the report
+    return {"name": name, "report": report, **texts}
+
+
+def _merge(top: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
+    """The scale's ``block`` over the ``top`` level (the rules in the module docstring)."""
+    return {
+        "base": {**top["base"], **block.get("base", {})},
+        "grid": {**top["grid"], **block.get("grid", {})},
+        "budget": {**top["budget"], **block.get("budget", {})},
+        "seeds": block.get("seeds", top.get("seeds", [])),
+    }
+
+
+def load_experiment(path: str | os.PathLike, scale: str | None) -> ExperimentSpec:
+    """The experiment in YAML file ``path`` at ``scale`` (None: the top level as written,
+    no scale block applied); ExperimentError (one line) for anything wrong with the file.
+    Values are checked by :func:`check_trials`."""
+    path = os.fspath(path)
+    data = _read_yaml(path)
+    header = _check_header(path, data)
+    top = _check_blocks(path, data, "")
+    scales = _check_scales(path, data.get("scales"))
+    if scale is None:
+        scales, scale = {"": {}}, ""
+    if scale not in scales:
+        has = ", ".join(scales) if scales else "no scales"
+        raise _err(path, f"unknown scale {scale!r}; this experiment has {has}")
+    merged = _merge(top, scales[scale])
+    if not merged["seeds"]:
+        where = f" at scale {scale!r}" if scale else ""
+        raise _err(path, f"no seeds{where} (e.g. seeds: [0, 1, 2] or seeds: 0-4)")
+    return ExperimentSpec(**header, **merged, scale=scale, source=path)
+
+
+# ---- trials ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trial:
+    """One run of the experiment: a point of the grid with one seed."""
+
+    trial_id: str  # t000, t001, ...: short, stable, unique in the experiment, a file name
+    label: str  # readable: "hidden=32x16 strategy=cmaes seed=0"
+    params: dict  # this trial's grid values
+    seed: int
+    overrides: dict  # the launcher fields of this run: base, budget, params, seed
+
+
+def _show(value: Any) -> str:
+    """A grid value as a label shows it: ``[32, 16]`` -> ``32x16``."""
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        return "x".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "none"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def trials(spec: ExperimentSpec) -> list[Trial]:
+    """The grid's cartesian product (fields in file order, the first slowest) times the
+    seeds, numbered in that order."""
+    points = list(itertools.product(*spec.grid.values()))  # [()] for an empty grid
+    n = len(points) * len(spec.seeds)
+    width = max(3, len(str(n - 1)))
+    out = []
+    for i, (point, seed) in enumerate(itertools.product(points, spec.seeds)):
+        params = dict(zip(spec.grid, copy.deepcopy(point), strict=True))
+        label = " ".join([f"{k}={_show(v)}" for k, v in params.items()] + [f"seed={seed}"])
+        overrides = {**copy.deepcopy(spec.base), **copy.deepcopy(spec.budget),
+                     **copy.deepcopy(params), "seed": seed}
+        out.append(Trial(f"t{i:0{width}d}", label, params, seed, overrides))
+    return out
+
+
+def trial_config(trial: Trial, out: str, namespace: str) -> Config:
+    """The resolved launcher config of ``trial`` writing to run directory ``out``.
+    Raises ConfigError (one line) for a value the launcher refuses."""
+    return resolve(from_dict({**trial.overrides, "out": out, "namespace": namespace,
+                              "quiet": True}))
+
+
+def check_trials(spec: ExperimentSpec) -> None:
+    """Resolve every trial's config once; ExperimentError naming the trial for the first
+    that does not. Nothing is written: ``resolve`` only derives paths under ``out`` (which
+    need not exist) and looks the environment up."""
+    dummy = os.path.join(tempfile.gettempdir(), "islands-experiment-check")
+    for t in trials(spec):
+        try:
+            trial_config(t, os.path.join(dummy, t.trial_id), f"check-{t.trial_id}")
+        except ConfigError as e:
+            raise ExperimentError(f"trial {t.label}: {e}") from None

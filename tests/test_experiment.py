@@ -1,0 +1,164 @@
+"""An experiment end to end through Ray Tune on the test session's Ray: a 2 x 2 CartPole
+grid with 2 seeds, interrupted after three trials (a Tune stopper ends the whole
+experiment, as a lost driver would), resumed with ``Tuner.restore`` without re-running a
+finished trial; then the results, the report and the notebook. Bad input: exit 2, one
+line, nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import subprocess_env
+
+from islands.experiment import cli
+from islands.experiment.kinds import CURVES, EXPERIMENT_JSON, REPORT_MD, RESULTS, RUNS_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMOKE = {
+    "name": "smoke-test",
+    "question": "Does the experiment engine run a grid through Tune?",
+    "base": {"env": "CartPole-v1", "islands": 1, "episodes": 1, "max_episode_steps": 100,
+             "target": "none", "test_episodes": 3, "migration_interval": 2},
+    "grid": {"strategy": ["cmaes", "ga"], "popsize": [6, 8]},
+    "seeds": [0, 1],
+    "budget": {"generations": 6},
+}
+
+
+def _summaries(exp_dir: Path) -> dict[str, float]:
+    return {p.parent.name: p.stat().st_mtime_ns
+            for p in (exp_dir / RUNS_DIR).glob("*/summary.json")}
+
+
+def _driver(*args: str) -> subprocess.Popen:
+    """``python -m islands.experiment ...`` as a user runs it, joining the test session's
+    Ray (no second Ray): Tune's driver in its own process, so it can be interrupted."""
+    import ray
+
+    env = {**subprocess_env(), "RAY_AUTH_MODE": "token"}  # ray-notes: explicit address
+    return subprocess.Popen(
+        [sys.executable, "-m", "islands.experiment", *args, "--address",
+         ray.get_runtime_context().gcs_address], cwd=ROOT, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory, ray_session):
+    tmp = tmp_path_factory.mktemp("experiment")
+    f = tmp / "smoke.yaml"
+    f.write_text(yaml.safe_dump(SMOKE))
+    exp_dir = tmp / "exp"
+    first = _driver("run", str(f), "--out", str(exp_dir), "--max-concurrent", "1",
+                    "--dashboard", "off")
+    deadline = time.monotonic() + 300
+    while len(_summaries(exp_dir)) < 3 and first.poll() is None:
+        assert time.monotonic() < deadline, "no three finished trials in 300 s"
+        time.sleep(0.5)
+    first.send_signal(signal.SIGINT)  # Ctrl-C
+    out1, _ = first.communicate(timeout=180)
+    before = _summaries(exp_dir)
+    second = _driver("resume", str(exp_dir))
+    out2, _ = second.communicate(timeout=600)
+    return exp_dir, (first.returncode, out1), before, (second.returncode, out2)
+
+
+def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(experiment):
+    exp_dir, (code1, out1), before, (code2, out2) = experiment
+    assert 3 <= len(before) < 8, out1[-3000:]  # stopped early, with runs left to do
+    assert code2 == 0, out2[-3000:]
+    after = _summaries(exp_dir)
+    assert sorted(after) == [f"t{i:03d}" for i in range(8)]  # every trial ran, once
+    assert {k: after[k] for k in before} == before  # finished ones untouched
+    assert "8 runs; report:" in out2
+
+
+def test_results_hold_one_row_per_run_with_the_grid_and_the_outcome(experiment):
+    import pandas as pd
+
+    exp_dir = experiment[0]
+    res = pd.read_parquet(exp_dir / RESULTS)
+    assert len(res) == 8 and sorted(res.trial) == [f"t{i:03d}" for i in range(8)]
+    assert sorted(zip(res.strategy, res.popsize, res.seed, strict=True)) == sorted(
+        (s, p, seed) for s in ("cmaes", "ga") for p in (6, 8) for seed in (0, 1))
+    assert (res.total_evals > 0).all() and res.best_fitness.notna().all()
+    assert (res.stop_reason == "generations").all()
+    curves = pd.read_parquet(exp_dir / CURVES)
+    assert set(curves.trial) == set(res.trial)
+    # each trial's islands ran in their own namespace, on the whole PG: 6 generations
+    gens = {t: json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
+            ["generations"]["0"] for t in res.trial}
+    assert set(gens.values()) == {6}
+
+
+def test_the_report_has_the_table_and_its_figures(experiment):
+    exp_dir = experiment[0]
+    md = (exp_dir / REPORT_MD).read_text()
+    assert "Does the experiment engine run a grid through Tune?" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert sum("| cmaes |" in r for r in rows) == 2 and sum("| ga |" in r for r in rows) == 2
+    figures = [line.split("](")[1].rstrip(")") for line in md.splitlines() if "![" in line]
+    assert figures and all((exp_dir / f).is_file() for f in figures)
+
+
+def test_the_analysis_notebook_runs_on_the_experiment(experiment):
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "experiment_analysis.ipynb", as_version=4)
+    os.environ["EXPERIMENT_DIR"] = str(experiment[0])
+    try:
+        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    finally:
+        del os.environ["EXPERIMENT_DIR"]
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if "image/png" in o.get("data", {})]
+    assert images
+
+
+# ---- bad input: exit 2, one line, nothing written -------------------------------------------
+@pytest.mark.parametrize("text, argv, message", [
+    ("name: x\nbase: {env: CartPole-v1}\ngrid: {hiden: [[8]]}\nseeds: [0]\n", [],
+     "unknown field 'hiden' in grid (did you mean 'hidden'?)"),
+    ("name: x\nbase: {env: CartPole-v1\n", [], "line"),
+    ("name: x\nbase: {env: CartPole-v1}\nseeds: [0]\n", ["--scale", "huge"],
+     "unknown scale 'huge'"),
+    ("name: x\nbase: {env: CartPole-v1, popsize: 1}\nseeds: [0]\n", [],
+     "--popsize must be at least 2, got 1"),
+])
+def test_bad_experiment_input_exits_2_with_one_line(tmp_path, capsys, text, argv, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    out = tmp_path / "exp"
+    code = cli.main(["run", str(f), "--out", str(out), *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert err.startswith("islands.experiment: error: ")
+    assert not out.exists()
+
+
+def test_resume_or_report_of_a_directory_that_is_not_an_experiment(tmp_path, capsys):
+    (tmp_path / "stuff").mkdir()
+    for command in ("resume", "report"):
+        assert cli.main([command, str(tmp_path / "stuff")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "is not an experiment directory (no experiment.json" in err
+    assert list((tmp_path / "stuff").iterdir()) == []
+
+
+def test_run_refuses_a_used_directory(tmp_path, capsys):
+    f = tmp_path / "ok.yaml"
+    f.write_text(yaml.safe_dump(SMOKE))
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / EXPERIMENT_JSON).write_text("{}")
+    assert cli.main(["run", str(f), "--out", str(out)]) == 2
+    assert "already exists and is not empty" in capsys.readouterr().err
