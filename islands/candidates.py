@@ -36,8 +36,9 @@ class Candidate:
     kind: str = "sample"
     # the archipelago's totals (evals, episodes, env_steps, wall_s) when it was found
     found_at: dict[str, float] = dataclasses.field(default_factory=dict)
-    # the island's re-evaluation on fresh training episodes (None: none ran)
+    # the island's re-evaluation on fresh training episodes (None: none ran), its std error
     confirmed: float | None = None
+    confirmed_se: float = 0.0
 
     @property
     def score(self) -> float:
@@ -45,8 +46,10 @@ class Candidate:
 
 
 class CandidateQueue:
-    """The best untested candidate of each kind whose score (its island's re-evaluation on
-    fresh episodes where one ran, else its training fitness) reached the target;
+    """The best untested candidate of each kind that could pass a test
+    (``CandidateOffer.plausible``: its island's re-evaluation on fresh episodes not more
+    than two standard errors below the target; without one, a training fitness at the
+    target), ranked by score (the re-evaluation's mean where there is one);
     ``next()`` alternates between the kinds, center first. ``rejected`` counts offers
     whose re-evaluation fell short although their training fitness reached the target."""
 
@@ -63,14 +66,15 @@ class CandidateQueue:
         if self.target is None:
             return
         for o in result.offers:
-            if o.score < self.target:
+            if not o.plausible(self.target):
                 self.rejected += int(o.fitness >= self.target)
                 continue
             prev = self.best[o.kind]
             if prev is None or prev.score < o.score:
                 self.best[o.kind] = Candidate(
                     np.array(o.params), o.fitness, i, result.report.generation,
-                    result.obs_stats, o.kind, dict(found_at or {}), o.confirmed)
+                    result.obs_stats, o.kind, dict(found_at or {}), o.confirmed,
+                    o.confirmed_se)
 
     def next(self) -> Candidate | None:
         """The next candidate to test (removed from the queue), or None."""

@@ -267,12 +267,14 @@ class IslandCore:
         n = int(self.spec.confirm_episodes)
         if n <= 0 or self._eval_spec is None:
             return offers
-        scores = self._confirm(np.stack([o.params for o in offers]), n)
-        return [dataclasses.replace(o, confirmed=float(c), confirm_episodes=n)
-                for o, c in zip(offers, scores, strict=True)]
+        means, ses = self._confirm(np.stack([o.params for o in offers]), n)
+        return [dataclasses.replace(o, confirmed=float(m), confirmed_se=float(e),
+                                    confirm_episodes=n)
+                for o, m, e in zip(offers, means, ses, strict=True)]
 
-    def _confirm(self, X: np.ndarray, n: int) -> np.ndarray:
-        """Mean returns of the rows of ``X`` over ``n`` fresh training episodes, under the
+    def _confirm(self, X: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mean returns of the rows of ``X`` over ``n`` fresh training episodes and their
+        standard errors (infinite for a single episode: nothing known), under the
         island's current observation statistics (frozen: the re-evaluation's observations
         do not enter them). Its own evaluator, so the training episode streams -- and a
         resumed run's bit-identity -- are untouched; its episodes count in the island's
@@ -290,7 +292,11 @@ class IslandCore:
         self.episodes += int(np.size(res.returns))
         self.env_steps += int(res.env_steps)
         self.frames += int(res.frames)
-        return np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+        mean = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+        R = np.asarray(res.returns, dtype=np.float64).reshape(len(X), -1)
+        se = (R.std(axis=1, ddof=1) / np.sqrt(R.shape[1]) if R.shape[1] > 1
+              else np.full(len(X), np.inf))
+        return mean, np.where(np.isfinite(mean), se, 0.0)
 
     def _close_confirmer(self) -> None:
         if self._confirmer is not None:

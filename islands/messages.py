@@ -74,19 +74,30 @@ class CandidateOffer:
 
     ``kind`` "sample": the best genome evaluated in the call; "center": the search center
     (distribution mean; GA elite) at that moment. ``fitness``: the sample's training
-    fitness. ``confirmed``: the genome's mean return over ``confirm_episodes`` fresh
-    training episodes (``IslandSpec.confirm_episodes``); None when not re-evaluated."""
+    fitness. ``confirmed`` / ``confirmed_se``: the genome's mean return over
+    ``confirm_episodes`` fresh training episodes and its standard error
+    (``IslandSpec.confirm_episodes``); None when not re-evaluated."""
 
     kind: str
     params: np.ndarray
     fitness: float
     confirmed: float | None = None
     confirm_episodes: int = 0
+    confirmed_se: float = 0.0
 
     @property
     def score(self) -> float:
         """What the candidate queue ranks by: the re-evaluation where there is one."""
         return self.fitness if self.confirmed is None else self.confirmed
+
+    def plausible(self, target: float) -> bool:
+        """Whether a test could pass: the re-evaluation is not more than two standard
+        errors below ``target`` (the tester's screen applies the same rule to its own
+        episodes). A genome whose true mean is just above the target re-evaluates below
+        it about half the time; a noise winner lands far below."""
+        if self.confirmed is None:
+            return self.fitness >= target
+        return self.confirmed + 2.0 * self.confirmed_se >= target
 
 
 @dataclass

@@ -53,6 +53,17 @@ def test_offers_whose_re_evaluation_falls_short_are_dropped_and_counted():
     assert q.next() is None and q.rejected == 4
 
 
+def test_a_re_evaluation_within_two_standard_errors_of_the_target_is_plausible():
+    def offer(mean, se):
+        return CandidateOffer("sample", np.zeros(2), 300.0, mean, 10, se)
+
+    assert offer(190.0, 6.0).plausible(200.0)  # 190 + 12 >= 200: a test could pass
+    assert not offer(180.0, 6.0).plausible(200.0)  # 192 < 200: a noise winner
+    assert offer(200.0, 0.0).plausible(200.0)
+    assert CandidateOffer("center", np.zeros(2), 200.0).plausible(200.0)  # training only
+    assert not CandidateOffer("center", np.zeros(2), 199.0).plausible(200.0)
+
+
 def test_no_target_queues_nothing():
     q = CandidateQueue(target=None)
     q.offer(0, _result(0, 1, [1e9], center=0))

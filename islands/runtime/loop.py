@@ -320,6 +320,7 @@ class RunLoop:
     def _record_test(self, cand: Candidate, res: dict[str, Any], final: bool = False) -> bool:
         """Log a finished test; True when it passes the target."""
         self.tests.append({"fitness": cand.fitness, "confirmed": cand.confirmed,
+                           "confirmed_se": cand.confirmed_se,
                            "island": cand.island,
                            "generation": cand.generation, "kind": cand.kind, **res,
                            "wall_s": time.monotonic() - self.t0, "final": final})
