@@ -418,7 +418,9 @@ class IslandCore:
             num_threads=self.num_threads, backend=self.evaluator.backend,
             policy_spec=self.evaluator.policy.spec(),
             generation=self.generation,
-            restored_generation=self.restored_generation)
+            restored_generation=self.restored_generation,
+            counters={"evals": int(self.evals), "episodes": int(self.episodes),
+                      "env_steps": int(self.env_steps)})
 
     def close(self) -> None:
         self.evaluator.close()

@@ -157,4 +157,6 @@ class IslandInfo:
     generation: int
     restored_generation: int | None
     node: str | None = None  # Ray node id (set by the actor)
+    # cumulative counters at start (a resumed island's, from its checkpoint)
+    counters: dict[str, int] = dataclasses.field(default_factory=dict)
     gpu_ids: list[str] = dataclasses.field(default_factory=list)

@@ -40,7 +40,7 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "total_episodes": result.totals["episodes"],
         # the run's totals when the solution was found (the report it came from)
         **_to_solve(result),
-        "generations": {str(i): r["generation"] for i, r in sorted(last.items())},
+        "generations": _generations(last, infos),
         "hall_of_fame": result.hof,
         "solution": None if best is None else {
             "island": best.island, "generation": best.generation,
@@ -60,6 +60,14 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "backend": infos[0].backend if infos else None,
         "island_restarts": list(result.restarts),
     }
+
+
+def _generations(last: dict[int, dict[str, Any]], infos: list[IslandInfo]) -> dict[str, int]:
+    """Each island's generation: its last report's, or where it made none after starting
+    (resumed at its generation limit, it runs no call) the one it started at."""
+    gens = {int(x.island): int(x.generation) for x in infos}
+    gens.update({i: max(gens.get(i, 0), int(r["generation"])) for i, r in last.items()})
+    return {str(i): g for i, g in sorted(gens.items())}
 
 
 def _to_solve(result) -> dict[str, Any]:

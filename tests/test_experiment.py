@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SMOKE = {
     "name": "smoke-test",
     "question": "Does the experiment engine run a grid through Tune?",
+    # checkpoints every generation, and islands slow on purpose (0.4 s per generation), so
+    # the interruption finds a trial mid-run with checkpoints to continue from
     "base": {"env": "CartPole-v1", "islands": 1, "episodes": 1, "max_episode_steps": 100,
-             "target": "none", "test_episodes": 3, "migration_interval": 2},
+             "target": "none", "test_episodes": 3, "migration_interval": 2,
+             "checkpoint_interval": 1, "island_specs": [{"slowdown_s": 0.4}]},
     "grid": {"strategy": ["cmaes", "ga"], "popsize": [6, 8]},
     "seeds": [0, 1],
     "budget": {"generations": 6},
@@ -37,6 +40,13 @@ SMOKE = {
 def _summaries(exp_dir: Path) -> dict[str, float]:
     return {p.parent.name: p.stat().st_mtime_ns
             for p in (exp_dir / RUNS_DIR).glob("*/summary.json")}
+
+
+def _mid_run(exp_dir: Path) -> list[str]:
+    """Trials with an island checkpoint but no summary yet: interrupted mid-run."""
+    return [p.name for p in (exp_dir / RUNS_DIR).glob("t*")
+            if (p / "checkpoints" / "island-00.npz").exists()
+            and not (p / "summary.json").exists()]
 
 
 def _driver(*args: str) -> subprocess.Popen:
@@ -60,25 +70,35 @@ def experiment(tmp_path_factory, ray_session):
     first = _driver("run", str(f), "--out", str(exp_dir), "--max-concurrent", "1",
                     "--dashboard", "off")
     deadline = time.monotonic() + 300
-    while len(_summaries(exp_dir)) < 3 and first.poll() is None:
-        assert time.monotonic() < deadline, "no three finished trials in 300 s"
-        time.sleep(0.5)
+    while not (len(_summaries(exp_dir)) >= 3 and _mid_run(exp_dir)):
+        assert time.monotonic() < deadline and first.poll() is None, \
+            "no three finished trials and one mid-run in 300 s"
+        time.sleep(0.2)
     first.send_signal(signal.SIGINT)  # Ctrl-C
     out1, _ = first.communicate(timeout=180)
-    before = _summaries(exp_dir)
+    before, mid = _summaries(exp_dir), _mid_run(exp_dir)
     second = _driver("resume", str(exp_dir))
     out2, _ = second.communicate(timeout=600)
-    return exp_dir, (first.returncode, out1), before, (second.returncode, out2)
+    return exp_dir, (first.returncode, out1), before, (second.returncode, out2), mid
 
 
 def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(experiment):
-    exp_dir, (code1, out1), before, (code2, out2) = experiment
+    exp_dir, (code1, out1), before, (code2, out2), mid = experiment
     assert 3 <= len(before) < 8, out1[-3000:]  # stopped early, with runs left to do
     assert code2 == 0, out2[-3000:]
     after = _summaries(exp_dir)
     assert sorted(after) == [f"t{i:03d}" for i in range(8)]  # every trial ran, once
     assert {k: after[k] for k in before} == before  # finished ones untouched
     assert "8 runs; report:" in out2
+    # the trial interrupted mid-run continued from its islands' checkpoints, to the end
+    assert mid
+    for t in mid:
+        assert json.loads((exp_dir / RUNS_DIR / t / "trial.json").read_text())["resumed"]
+        s = json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
+        assert s["generations"]["0"] == 6 and s["stop_reason"] == "generations"
+    fresh = [t for t in after if t not in mid]
+    assert not any(json.loads((exp_dir / RUNS_DIR / t / "trial.json").read_text())["resumed"]
+                   for t in fresh)
 
 
 def test_results_hold_one_row_per_run_with_the_grid_and_the_outcome(experiment):
@@ -92,7 +112,10 @@ def test_results_hold_one_row_per_run_with_the_grid_and_the_outcome(experiment):
     assert (res.total_evals > 0).all() and res.best_fitness.notna().all()
     assert (res.stop_reason == "generations").all()
     curves = pd.read_parquet(exp_dir / CURVES)
-    assert set(curves.trial) == set(res.trial)
+    # (a trial killed before its first metrics flush and resumed at its generation limit
+    # has no report rows: no curve)
+    mid = experiment[4]
+    assert set(res.trial) - set(mid) <= set(curves.trial) <= set(res.trial)
     # each trial's islands ran in their own namespace, on the whole PG: 6 generations
     gens = {t: json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
             ["generations"]["0"] for t in res.trial}

@@ -28,7 +28,12 @@ PROG = "islands.experiment"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a research question (an experiment YAML: a grid of launcher runs "
+        "x seeds) on Ray Tune and write its report.",
+        epilog=__doc__.split("\n\n")[1] + "\n\nExperiments of the research plan: "
+        "experiments/*.yaml (scales: " + ", ".join(SCALES) + ").")
     sub = p.add_subparsers(dest="command", required=True, metavar="{run,resume,report}")
     r = sub.add_parser("run", help="run an experiment YAML at a scale")
     r.add_argument("file", help="experiment YAML (see experiments/)")

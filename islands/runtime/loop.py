@@ -191,6 +191,10 @@ class RunLoop:
         self.t0 = self.t_start - prior
         self.rows: list[dict[str, Any]] = list(arch.prior_rows)
         self.latest = {int(r["island"]): r for r in self.rows}  # each island's last row
+        for info in arch.infos:  # a resumed island's checkpoint may be ahead of its rows
+            row = self.latest.get(info.island)
+            if row is None or row["generation"] < info.generation:
+                self.latest[info.island] = {"generation": info.generation, **info.counters}
         self._totals = self._sum_latest()
         self.calls = IslandCalls(arch.islands, self.cfg.gens_per_call, self.cfg.max_restarts)
         self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
@@ -207,14 +211,22 @@ class RunLoop:
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> str:
-        for i in range(len(self.arch.islands)):
-            self.calls.submit(i)
+        for i, info in enumerate(self.arch.infos):
+            # a resumed island may have reached the limit already (its checkpoint can be
+            # ahead of the metrics the run wrote before it was killed)
+            if not self._at_generation_limit({"generation": info.generation}):
+                self.calls.submit(i)
         try:
             while not self._should_stop():
                 self._dispatch_one()
         except KeyboardInterrupt:
             self.stop_reason = "interrupted"
         return self.stop_reason
+
+    def _at_generation_limit(self, row: dict[str, Any]) -> bool:
+        """Whether an island whose latest report is ``row`` has run ``--generations``."""
+        g = self.cfg.generations
+        return g is not None and row["generation"] >= g
 
     def _should_stop(self) -> bool:
         now = time.monotonic()
@@ -275,7 +287,7 @@ class RunLoop:
         self.rows.append(row)
         # The ref, not the value: the coordinator reads it from the object store.
         self.outbox.send(i, ref, result)
-        if self.cfg.generations is None or row["generation"] < self.cfg.generations:
+        if not self._at_generation_limit(row):
             self.calls.submit(i)
         self.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
         self.status["elapsed"] = row["wall_s"]

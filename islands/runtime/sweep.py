@@ -95,7 +95,7 @@ def run_trial(config: dict[str, Any], exp_dir: str, plans: dict[str, TrialPlan])
     summary = run(cfg, display=False, observer=_Reporter())
     (run_dir / TRIAL_JSON).write_text(json.dumps(
         {"trial": trial.trial_id, "label": trial.label, "seed": trial.seed,
-         "params": trial.params}, indent=2) + "\n")
+         "params": trial.params, "resumed": cfg.resume is not None}, indent=2) + "\n")
     tune.report(_final(summary))  # after the files: a run Tune counts as done is on disk
 
 
