@@ -380,3 +380,21 @@ def test_notebook_executes(fixture, runs, images, request, monkeypatch):
     # python3 kernel spec as sys.executable), so it imports this checkout's islands
     assert f"kernel prefix: {sys.prefix}" in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) == images
+
+
+def test_arms_that_all_reach_the_target_compare_on_evaluations_to_solve():
+    import pandas as pd
+
+    from islands.experiment.report import head_to_head, head_to_head_sentence
+
+    res = pd.DataFrame({"policy": ["mlp"] * 5 + ["neuromod"] * 5,
+                        "evals_to_solve": [300.0, 320, 350, 380, 400,
+                                           3000, 3050, 3100, 3150, 3200],
+                        "test_mean": [490.0, 500, 480, 495, 500] * 2,
+                        "best_fitness": [500.0] * 10, "solved": [True] * 10,
+                        "total_evals": [1000] * 10, "stop_reason": ["target"] * 10})
+    h = head_to_head(res, "policy", ["neuromod", "mlp"])
+    assert h["metric"] == "evaluations to solve" and not h["higher_is_better"]
+    text = head_to_head_sentence(h, ["neuromod", "mlp"])
+    assert text.startswith("mlp is better than neuromod on evaluations to solve, as every "
+                           "run reached the target (median 350 vs 3,100; Mann-Whitney U = 25")

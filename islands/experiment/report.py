@@ -346,13 +346,23 @@ def final_score(results: pd.DataFrame) -> pd.Series:
     return results["test_mean"].fillna(results["best_fitness"])
 
 
+def comparison(results: pd.DataFrame) -> tuple[pd.Series, bool, str]:
+    """What the arms are compared on: (values, higher is better, name). The final score at
+    the shared budget; but where every run stopped at the target, the budget never bound
+    and the scores are all "passed": then the evaluations each run needed (fewer: better)."""
+    if len(results) and (results["stop_reason"] == "target").all():
+        return results["evals_to_solve"], False, "evaluations to solve"
+    return final_score(results), True, "final score"
+
+
 def head_to_head(results: pd.DataFrame, col: str, arms: list[Any]) -> dict[str, Any]:
-    """Per arm the final scores (test mean, else best training fitness), and a two-sided
-    Mann-Whitney U test between the arms when each has >= 2 runs."""
+    """Per arm the compared values (:func:`comparison`), and a two-sided Mann-Whitney U
+    test between the arms when each has >= 2 runs."""
     from scipy.stats import mannwhitneyu
 
-    score = final_score(results)
-    out: dict[str, Any] = {"fallbacks": int(results["test_mean"].isna().sum()), "arms": {}}
+    score, higher, name = comparison(results)
+    out: dict[str, Any] = {"fallbacks": int(results["test_mean"].isna().sum()), "arms": {},
+                           "higher_is_better": higher, "metric": name}
     for a in arms:
         sel = results[col] == a
         s = score[sel].dropna()
@@ -375,14 +385,18 @@ def head_to_head_sentence(h: dict[str, Any], arms: list[Any]) -> str:
         return f"No test: arm {empty} has no finished runs (needs >= 2 seeds per arm)."
     if math.isnan(h["p"]):
         return f"No test: needs >= 2 seeds per arm ({a}: {sa['n']}, {b}: {sb['n']})."
-    hi, lo = (a, b) if sa["median"] >= sb["median"] else (b, a)
+    first = (sa["median"] >= sb["median"]) == h.get("higher_is_better", True)
+    hi, lo = (a, b) if first else (b, a)
+    metric = h.get("metric", "final score")
     meds = f"median {fmt(h['arms'][hi]['median'])} vs {fmt(h['arms'][lo]['median'])}"
     stat = f"Mann-Whitney U = {h['u']:g}, p = {h['p']:.3g}"
+    where = ("at the same budget" if metric == "final score"
+             else f"on {metric}, as every run reached the target")
     if h["p"] < ALPHA:
-        return f"{hi} is better than {lo} at the same budget ({meds}; {stat} < {ALPHA})."
+        return f"{hi} is better than {lo} {where} ({meds}; {stat} < {ALPHA})."
     which = ("the medians are equal" if sa["median"] == sb["median"]
-             else f"{hi} has the higher median")
-    return (f"No significant difference between {hi} and {lo} at the same budget ({stat} "
+             else f"{hi} has the better median")
+    return (f"No significant difference between {hi} and {lo} {where} ({stat} "
             f">= {ALPHA}); {which} ({meds}).")
 
 
@@ -393,7 +407,7 @@ def neuromod_report(ctx: Context) -> list[str]:
         return lines
     h = head_to_head(ctx.results, col, arms)
     table = pd.DataFrame([{col: a, "runs": s["n"], "solved/runs": f"{s['solved']}/{s['n']}",
-                           "median final score": s["median"], "IQR low": s["q25"],
+                           f"median {h['metric']}": s["median"], "IQR low": s["q25"],
                            "IQR high": s["q75"], "median evals used": s["evals"]}
                           for a, s in h["arms"].items()])
     lines += md_table(table) + [""]
