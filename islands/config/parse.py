@@ -59,6 +59,15 @@ def _unknown_key(k: Any, where: str) -> ConfigError:
     return ConfigError(f"unknown config key {k!r}{where}{hint}")
 
 
+def yaml_problem(e: Exception) -> tuple[int | None, int | None, str]:
+    """(line, column, problem) of a PyYAML error, 1-based; None where it has no mark."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    if mark is None:
+        return None, None, problem
+    return mark.line + 1, mark.column + 1, problem
+
+
 def load_yaml(path: str) -> dict[str, Any]:
     """The mapping in YAML file ``path``, its keys checked against the fields (values are
     not coerced yet)."""
@@ -72,9 +81,8 @@ def load_yaml(path: str) -> dict[str, Any]:
     except OSError as e:
         raise ConfigError(f"cannot read config file {path!r}: {e.strerror}") from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        line, _, problem = yaml_problem(e)
+        where = f" at line {line}" if line is not None else ""
         raise ConfigError(f"malformed YAML in {path}{where}: {problem}") from None
     if data is None:
         return {}

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from islands.config import FIELDS, Config, ConfigError, from_dict, resolve
+from islands.config.parse import yaml_problem
 
 from .kinds import BUDGET_FIELDS, REPORT_KINDS, RUNNER_FIELDS, SCALES
 
@@ -161,9 +162,8 @@ def _read_yaml(path: str) -> dict[str, Any]:
     except OSError as e:
         raise ExperimentError(f"cannot read experiment file {path!r}: {e.strerror}") from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        line, column, problem = yaml_problem(e)
+        where = f" at line {line}, column {column}" if line is not None else ""
         raise _err(path, f"malformed YAML{where}: {problem}") from None
     if data is None:
         raise _err(path, "the file is empty; an experiment needs at least name and seeds")

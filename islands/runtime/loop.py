@@ -214,7 +214,7 @@ class RunLoop:
         for i, info in enumerate(self.arch.infos):
             # a resumed island may have reached the limit already (its checkpoint can be
             # ahead of the metrics the run wrote before it was killed)
-            if not self._at_generation_limit({"generation": info.generation}):
+            if not self._at_generation_limit(info.generation):
                 self.calls.submit(i)
         try:
             while not self._should_stop():
@@ -223,10 +223,10 @@ class RunLoop:
             self.stop_reason = "interrupted"
         return self.stop_reason
 
-    def _at_generation_limit(self, row: dict[str, Any]) -> bool:
-        """Whether an island whose latest report is ``row`` has run ``--generations``."""
+    def _at_generation_limit(self, generation: int) -> bool:
+        """Whether an island at ``generation`` has run ``--generations``."""
         g = self.cfg.generations
-        return g is not None and row["generation"] >= g
+        return g is not None and generation >= g
 
     def _should_stop(self) -> bool:
         now = time.monotonic()
@@ -287,7 +287,7 @@ class RunLoop:
         self.rows.append(row)
         # The ref, not the value: the coordinator reads it from the object store.
         self.outbox.send(i, ref, result)
-        if not self._at_generation_limit(row):
+        if not self._at_generation_limit(row["generation"]):
             self.calls.submit(i)
         self.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
         self.status["elapsed"] = row["wall_s"]
