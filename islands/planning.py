@@ -54,6 +54,62 @@ class IslandSpec:
         return dataclasses.replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class HostSpec:
+    """One Ray worker process and the islands it hosts. Islands that share a CPU share a
+    process too: each process imports torch and EnvPool (seconds of CPU), so 16 processes
+    on 2 CPUs spend most of a run's start-up importing; one process per CPU runs the same
+    islands, one call after another, as the CPU would time-slice them anyway."""
+
+    islands: tuple[IslandSpec, ...]
+
+    @property
+    def name(self) -> str:
+        """Ray actor name: ``island-03`` for one island, ``islands-00-07`` for a group."""
+        first, last = self.islands[0].index, self.islands[-1].index
+        return f"island-{first:02d}" if first == last else f"islands-{first:02d}-{last:02d}"
+
+    def needs(self) -> dict[str, float]:
+        """Ray resources of the process: the sum of its islands' (zero amounts left out)."""
+        total: dict[str, float] = {}
+        for spec in self.islands:
+            for k, v in spec.needs().items():
+                total[k] = total.get(k, 0.0) + v
+        return {k: round(v, 4) for k, v in total.items()}
+
+
+def group_islands(plan: list[IslandSpec], per_process: int | None = None) -> list[HostSpec]:
+    """Hosts for ``plan``: runs of consecutive CPU-only islands with the same resources
+    share a process, ``per_process`` of them, or by default as many as fit in one CPU
+    (none when an island has a CPU or more). GPU islands always get their own process."""
+    hosts: list[list[IslandSpec]] = []
+    for spec in plan:
+        size = _group_size(spec, per_process)
+        last = hosts[-1] if hosts else None
+        if (last is not None and len(last) < size and _groupable(last[0])
+                and _same_needs(last[0], spec)):
+            last.append(spec)
+        else:
+            hosts.append([spec])
+    return [HostSpec(tuple(h)) for h in hosts]
+
+
+def _group_size(spec: IslandSpec, per_process: int | None) -> int:
+    if not _groupable(spec):
+        return 1
+    if per_process is not None:
+        return per_process
+    return max(1, math.floor(1.0 / spec.num_cpus + 1e-6)) if spec.num_cpus > 0 else 1
+
+
+def _groupable(spec: IslandSpec) -> bool:
+    return not spec.num_gpus and spec.debug_exit_after_gen is None
+
+
+def _same_needs(a: IslandSpec, b: IslandSpec) -> bool:
+    return a.num_cpus == b.num_cpus and a.resources == b.resources
+
+
 def default_cpu_share(n_islands: int, node_cpus: list[float]) -> float:
     """The largest CPU share s such that ``n_islands`` actors of s CPUs fit on the nodes
     (sum over nodes of floor(cpus / s) >= n). Shares >= 1 are whole CPUs; smaller ones are
@@ -115,17 +171,37 @@ def check_resources(plan: list[IslandSpec], nodes: list[dict[str, float]]) -> No
     for n in nodes:
         for k, v in n.items():
             totals[k] = totals.get(k, 0.0) + v
+    for spec in plan:
+        _check_some_node_has(spec, spec.needs(), nodes, totals)
+    unplaced = _first_fit(plan, nodes)
+    if unplaced is not None:
+        raise _cannot_pack(plan, unplaced, unplaced.needs(), totals)
+
+
+def _first_fit(items: list[Any], nodes: list[dict[str, float]]) -> Any | None:
+    """The first of ``items`` (anything with ``needs()``) that first-fit packing, largest
+    first, cannot place on ``nodes``; None when all fit."""
     free = [dict(n) for n in nodes]
-    for spec in sorted(plan, key=lambda s: -sum(s.needs().values())):
-        need = spec.needs()
-        _check_some_node_has(spec, need, nodes, totals)
+    for item in sorted(items, key=lambda s: -sum(s.needs().values())):
+        need = item.needs()
         for n in free:
             if all(n.get(k, 0.0) + 1e-9 >= v for k, v in need.items()):
                 for k, v in need.items():
                     n[k] -= v
                 break
         else:
-            raise _cannot_pack(plan, spec, need, totals)
+            return item
+    return None
+
+
+def plan_hosts(plan: list[IslandSpec], nodes: list[dict[str, float]],
+               per_process: int | None = None) -> list[HostSpec]:
+    """The processes for a plan that ``check_resources`` accepted: islands grouped
+    (``group_islands``) where the groups still pack onto ``nodes``, else one per island."""
+    hosts = group_islands(plan, per_process)
+    if _first_fit(hosts, nodes) is not None:
+        hosts = group_islands(plan, 1)
+    return hosts
 
 
 def _check_some_node_has(spec: IslandSpec, need: dict[str, float], nodes, totals) -> None:

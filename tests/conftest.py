@@ -7,7 +7,9 @@ namespace, so named actors (``island-00``, ``coordinator``) of different tests n
 
 ``cli_run`` runs ``python -m islands.launch`` once in a subprocess (its own embedded Ray:
 ``RAY_ADDRESS`` is removed from its environment so it cannot attach to ours) and yields the
-run directory; test_launch.py and test_notebook.py read it.
+run directory; test_launch.py and test_notebook.py read it. Tests that start a Ray of their
+own are marked ``own_ray`` and run first, before the session's Ray exists: never two Rays
+at once.
 """
 
 from __future__ import annotations
@@ -22,6 +24,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests that start a Ray of their own (``own_ray``: an embedded launcher run, a
+    multi-node ``Cluster``, a ``ray start`` head) run first, one after another, before the
+    session's Ray starts: two Rays starting at once on a loaded 2-core machine is how a GCS
+    misses its start-up deadline."""
+    items.sort(key=lambda item: item.get_closest_marker("own_ray") is None)
+
+
+_SESSION_RAY: list[bool] = []  # set once the session's Ray is up
+
+
+@pytest.fixture(autouse=True)
+def _one_ray_at_a_time(request):
+    if request.node.get_closest_marker("own_ray") is not None:
+        assert not _SESSION_RAY, "an own_ray test ran after the session's Ray started"
+        assert "ray_session" not in request.fixturenames, "own_ray tests use no session Ray"
+    yield
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     import ray
@@ -29,6 +50,7 @@ def ray_session():
     if ray.is_initialized():  # a test file started its own; leave it alone
         yield ray
         return
+    _SESSION_RAY.append(True)
     ray.init(
         address="local",
         num_cpus=2,

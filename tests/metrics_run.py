@@ -28,6 +28,71 @@ def parse(text: str) -> list[dict]:
     return out
 
 
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Prometheus:
+    """A real Prometheus (Debian's package) on a free loopback port, scraping this Ray
+    session through the config Ray wrote for it (file-based discovery of every node's
+    metrics endpoint), every second instead of Ray's 10 s."""
+
+    def __init__(self, proc, port: int) -> None:
+        self.proc, self.port = proc, port
+
+    @classmethod
+    def start(cls, session: str):
+        import shutil
+        import subprocess
+        import tempfile
+
+        binary = shutil.which("prometheus")
+        if binary is None:
+            return None
+        text = open(os.path.join(session, "metrics", "prometheus", "prometheus.yml")).read()
+        text = re.sub(r"(scrape_interval|evaluation_interval): \S+", r"\1: 1s", text)
+        work = tempfile.mkdtemp(prefix="prometheus-")
+        config = os.path.join(work, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(text)
+        port = free_port()
+        proc = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--web.listen-address=127.0.0.1:{port}",
+             f"--storage.tsdb.path={os.path.join(work, 'data')}"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
+        return cls(proc, port)
+
+    def api(self, path: str) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/{path}",
+                                    timeout=5) as r:
+            return json.loads(r.read())
+
+    def query_islands(self, n: int, timeout: float = 40.0) -> dict:
+        """PromQL ``ray_islands_best_fitness`` until every island has a series, and the
+        metric names Prometheus holds."""
+        deadline, islands, err = time.monotonic() + timeout, [], ""
+        while time.monotonic() < deadline:
+            try:
+                res = self.api("query?query=ray_islands_best_fitness")["data"]["result"]
+                islands = sorted({r["metric"].get("island", "") for r in res})
+                if len(islands) >= n:
+                    break
+            except Exception as e:  # noqa: BLE001 - not up yet; reported below
+                err = str(e)
+            time.sleep(1.0)
+        names = self.api("label/__name__/values")["data"] if islands else []
+        return {"best_fitness_islands": islands, "names": names, "error": err,
+                "exited": self.proc.poll()}
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
 def main() -> int:
     os.environ["RAY_metrics_report_interval_ms"] = "2000"
     import ray
@@ -38,17 +103,15 @@ def main() -> int:
     from islands.runtime.cluster import fetch_status
     from islands.status import format_status
 
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     kw = dict(address="local", num_cpus=2, include_dashboard=True, _metrics_export_port=port,
               object_store_memory=150 * 1024**2, namespace="metrics", log_to_driver=False)
     try:
         ray.init(**kw)
     except Exception as e:  # noqa: BLE001
-        # Seen once in CI on a loaded 2-core machine (the session's Ray runs beside this
-        # one): "Failed to get node info ... Deadline Exceeded" at start-up. Once more.
+        # Seen once in CI on a loaded 2-core machine when the session's Ray still ran
+        # beside this one (own_ray tests now run first, alone): "Failed to get node info
+        # ... Deadline Exceeded" at start-up. Once more.
         print(f"ray.init failed ({type(e).__name__}); retrying once", file=sys.stderr)
         ray.shutdown()
         time.sleep(5)
@@ -82,10 +145,16 @@ def main() -> int:
 
         th = threading.Thread(target=scrape, daemon=True)
         th.start()
-        arch.run()
-        stop.set()
-        th.join()
         session = ray._private.worker.global_worker.node.get_session_dir_path()
+        prom = Prometheus.start(session)  # None where the prometheus binary is missing
+        try:
+            arch.run()
+            stop.set()
+            th.join()
+            queried = prom.query_islands(n=2) if prom else {"missing": True}
+        finally:
+            if prom:
+                prom.stop()
         files = []
         for root, _, names in os.walk(os.path.join(session, "metrics")):
             files += [os.path.relpath(os.path.join(root, n), session) for n in names]
@@ -94,7 +163,7 @@ def main() -> int:
             "samples": parse(scraped[-1]) if scraped else [],
             "status": status[0] if status else None,
             "table": format_status(status[0]) if status else None,
-            "files": sorted(files),
+            "files": sorted(files), "prometheus": queried,
         }, default=float))
         return 0
     finally:

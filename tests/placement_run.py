@@ -16,7 +16,6 @@ def main() -> int:
     from islands.config import from_dict, resolve
     from islands.placement import place_by_node_type
     from islands.planning import check_resources, plan_islands
-    from islands.runtime.actors import island_name
     from islands.runtime.archipelago import Archipelago
     from islands.runtime.cluster import cluster_nodes
 
@@ -54,6 +53,7 @@ def main() -> int:
         alive = list_actors(address=f"http://{ctx.dashboard_url}",
                             filters=[("state", "=", "ALIVE")], limit=1000)
         actor_node = {a.name: a.node_id for a in alive if a.name}
+        host_of = {spec.index: h.name for h in arch.hosts for spec in h.islands}
         result = arch.run()
         arch.shutdown()
         last = {}
@@ -63,7 +63,7 @@ def main() -> int:
             "gpu_node": gpu.node_id, "cpu_nodes": [c.node_id for c in cpus],
             "islands": [{
                 "index": s.index, "num_gpus": s.num_gpus, "resources": s.resources,
-                "node": actor_node.get(island_name(s.index)),
+                "node": actor_node.get(host_of[s.index]),
                 "node_in_actor": infos[s.index].node,
                 "device": infos[s.index].device,
                 "gpu_ids": infos[s.index].gpu_ids,

@@ -143,6 +143,7 @@ def _launch(*args):
                             stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.own_ray
 def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
     from islands import plainstate
 

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 import ray
 from conftest import ROOT, subprocess_env
 from test_archipelago import cfg_of
@@ -32,7 +33,7 @@ def test_dying_islands_restart_from_their_checkpoints(ray_session, tmp_path):
         hof_seen.append(status["hof"]["fitness"])
         if rep["island"] == 2 and rep["generation"] >= 3 and not killed:
             killed.append(rep["generation"])
-            ray.kill(arch.islands[2], no_restart=False)
+            ray.kill(arch.islands[2].actor, no_restart=False)
 
     try:
         arch.start()
@@ -141,6 +142,7 @@ NODE_DEATH = textwrap.dedent("""
 """)
 
 
+@pytest.mark.own_ray
 def test_a_dying_node_moves_its_island_to_another_node(tmp_path):
     proc = subprocess.run([sys.executable, "-c", NODE_DEATH, str(tmp_path / "run")],
                           cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,

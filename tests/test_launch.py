@@ -34,6 +34,7 @@ def test_cli_overrides_yaml_and_yaml_overrides_defaults(tmp_path):
     assert cfg.popsize == 24 and cfg.target == 200.0  # from the env table
 
 
+@pytest.mark.own_ray
 def test_cli_run_writes_every_file_with_documented_columns(cli_run):
     out, proc = cli_run
     for name in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz",
@@ -63,6 +64,7 @@ def test_cli_run_writes_every_file_with_documented_columns(cli_run):
         assert im.format == "PNG" and im.size[0] > 300
 
 
+@pytest.mark.own_ray
 def test_config_yaml_reruns_to_the_same_resolved_config(cli_run):
     out, _ = cli_run
     written = yaml.safe_load((out / "config.yaml").read_text())
@@ -71,6 +73,7 @@ def test_config_yaml_reruns_to_the_same_resolved_config(cli_run):
     assert written["strategy"] == "cmaes,ga" and written["max_episode_steps"] == 200
 
 
+@pytest.mark.own_ray
 def test_evaluate_reports_json_and_renders_a_gif(cli_run, tmp_path):
     out, _ = cli_run
     gif = tmp_path / "policy.gif"
@@ -156,10 +159,12 @@ def test_resume_of_a_non_run_or_a_corrupt_or_mismatched_checkpoint_exits_2(tmp_p
     fails(run_dir, "is for 5 islands, the config has 2")
 
 
+@pytest.mark.own_ray
 def test_more_resources_than_the_cluster_has_exits_2_naming_the_resource(tmp_path):
     out = tmp_path / "run"
     proc = run_module("islands.launch", "--islands", "2", "--popsize", "8",
-                      "--resources-per-island", "big_node=1", "--out", str(out))
+                      "--resources-per-island", "big_node=1", "--dashboard", "off",
+                      "--out", str(out))
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr[-2000:]
     last = err[-1]

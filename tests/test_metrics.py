@@ -2,7 +2,9 @@
 archipelago runs, plus the coordinator's live status (islands.status) in the same run.
 
 The run is a subprocess (tests/metrics_run.py): ``RAY_metrics_report_interval_ms`` must be
-set before Ray starts, and the metrics port must be known, so it needs its own Ray."""
+set before Ray starts, and the metrics port must be known, so it needs its own Ray (an
+``own_ray`` test: it runs before the session's Ray starts). A real Prometheus (Debian's
+``prometheus``, which ``.ci/run`` installs) scrapes that run through the config Ray wrote."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import pytest
 from conftest import ROOT, subprocess_env
 
 from islands.runtime.metrics import GENERATION_SECONDS_BOUNDARIES
+
+pytestmark = pytest.mark.own_ray
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +81,27 @@ def test_prometheus_and_grafana_files_that_the_readme_uses(scraped):
               "metrics/grafana/provisioning/dashboards/default.yml",
               "metrics/grafana/provisioning/datasources/default.yml"):
         assert f in files, sorted(files)
+
+
+def test_a_real_prometheus_scrapes_every_island(scraped):
+    import shutil
+
+    prom = scraped["prometheus"]
+    if prom.get("missing"):
+        if shutil.which("apt-get"):
+            pytest.fail("prometheus is not installed: `apt-get install prometheus` "
+                        "(.ci/run does it)")
+        pytest.skip("no prometheus binary and no apt-get to install it on this machine")
+    assert prom["exited"] is None, prom  # still running when queried
+    # PromQL over its HTTP API: a best-fitness series for every island
+    assert prom["best_fitness_islands"] == ["island-00", "island-01"], prom
+    # every series the Grafana dashboard queries is one Prometheus actually has
+    import re
+
+    text = (ROOT / "cluster" / "grafana-islands.json").read_text()
+    exprs = [t["expr"] for p in json.loads(text)["panels"] for t in p.get("targets", [])]
+    used = {m for e in exprs for m in re.findall(r"ray_islands_\w+", e)}
+    assert used and used <= set(prom["names"]), used - set(prom["names"])
 
 
 def test_dashboard_json_uses_exported_names(scraped):

@@ -13,6 +13,7 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "run_analysis.ipynb"
 
 
+@pytest.mark.own_ray
 def test_run_analysis_notebook_executes(cli_run, monkeypatch):
     out, _ = cli_run
     monkeypatch.setenv("ISLANDS_RUN_DIR", str(out))

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, subprocess_env
 
 from islands.placement import CPU_NODE, GPU_NODE, NODE_TYPE_SHARE, place_by_node_type
@@ -34,6 +35,7 @@ def test_mapping_adds_node_type_only_when_the_cluster_has_it():
     assert [s.resources for s in laptop] == [{}, {}, {"cpu_node": 1}, {"x": 1}]
 
 
+@pytest.mark.own_ray
 def test_gpu_and_cpu_islands_land_on_their_node_types_and_migrate():
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "placement_run.py")],
                           cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,

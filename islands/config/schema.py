@@ -149,6 +149,10 @@ class Config:
     cpus_per_island: float | None = _opt(
         None, "CPUs per island; default: the cluster's CPUs shared equally", "optfloat",
         metavar="C")
+    islands_per_process: int | None = _opt(
+        None, "islands hosted by one Ray worker process; default: islands with less than one "
+        "CPU each share a process per CPU (16 islands on 2 CPUs: 2 processes), others get "
+        "their own", "optint", metavar="N")
     gpus_per_island: float = _opt(0.0, "GPUs per island (fractions share a GPU); on a "
                                   "cluster with gpu_node/cpu_node resources, GPU islands go "
                                   "to gpu_node nodes, CPU islands to cpu_node nodes", "float",
@@ -163,7 +167,8 @@ class Config:
         "a local Ray", metavar="ADDR")
     namespace: str = _opt("islands", "Ray namespace of the named actors (island-00, ..., "
                           "coordinator)", metavar="NS")
-    dashboard: bool = _opt(False, "start the Ray dashboard with a local Ray (on/off)", "bool",
+    dashboard: bool = _opt(True, "start the Ray dashboard (http://127.0.0.1:8265, this "
+                           "machine only) with the embedded Ray (on/off)", "bool",
                            metavar="on|off")
     # ---- output -------------------------------------------------------------------------
     out: str | None = _opt(None, "run directory; default: runs/<env>-<timestamp>", metavar="DIR")

@@ -1,7 +1,9 @@
 """The three actors of a run, each a thin Ray wrapper of a plain-Python core.
 
-- ``island-NN`` (:class:`IslandActor`): an :class:`~islands.island.IslandCore`; sizes torch
-  and EnvPool threads from its CPU share and picks CUDA when Ray gave it a GPU.
+- ``island-NN`` / ``islands-NN-MM`` (:class:`IslandActor`): one
+  :class:`~islands.island.IslandCore`, or several that share a CPU and so a process
+  (``planning.HostSpec``); sizes torch and EnvPool threads from the CPU share and picks CUDA
+  when Ray gave it a GPU. The loop talks to each island through an :class:`IslandRef`.
 - ``coordinator`` (:class:`CoordinatorActor`): a
   :class:`~islands.coordinator.CoordinatorCore`, plus the live status and global-best metric.
 - ``tester`` (:class:`TesterActor`): tests candidate genomes (``evaluate.screened_test``).
@@ -14,6 +16,7 @@ resubmits); a restarted actor reloads its last checkpoint (``was_reconstructed``
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from typing import Any
 
@@ -29,10 +32,6 @@ log = logging.getLogger("islands.island")
 
 COORDINATOR_NAME = "coordinator"
 TESTER_NAME = "tester"
-
-
-def island_name(index: int) -> str:
-    return f"island-{index:02d}"
 
 
 def was_reconstructed() -> bool:
@@ -56,10 +55,15 @@ def _pick_device(index: int, device: str) -> str:
 
 @ray.remote
 class IslandActor:
-    """Ray wrapper around :class:`~islands.island.IslandCore` (named ``island-NN``)."""
+    """Ray wrapper around one or more :class:`~islands.island.IslandCore` s that share a
+    worker process (``planning.HostSpec``; named ``island-NN`` or ``islands-NN-MM``). Calls
+    name the island. The archipelago creates it with one thread per island
+    (``max_concurrency``), so that one island's evaluation overlaps another's as it would in
+    processes of their own (EnvPool steps and torch kernels run without the GIL); each
+    island's calls hold its own lock (a final checkpoint waits for the call in flight)."""
 
-    def __init__(self, spec: IslandSpec, eval_spec, run_seed: int = 0, device: str = "auto",
-                 checkpoint: CheckpointSpec | None = None) -> None:
+    def __init__(self, specs: list[IslandSpec], eval_spec, run_seed: int = 0,
+                 device: str = "auto", checkpoint: CheckpointSpec | None = None) -> None:
         import torch
 
         from .metrics import IslandMetrics
@@ -67,26 +71,53 @@ class IslandActor:
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         # Ray sets OMP_NUM_THREADS from the CPU share, but be explicit: fractional shares
         # still get one thread, 2 CPUs get 2 (torch and EnvPool alike).
-        threads = max(1, round(float(spec.num_cpus or 1)))
-        torch.set_num_threads(threads)
-        self.core = IslandCore(spec, eval_spec, run_seed=run_seed, num_threads=threads,
-                               device=_pick_device(spec.index, device), checkpoint=checkpoint,
-                               reconstructed=was_reconstructed())
-        self.metrics = IslandMetrics(spec.index, spec.strategy, eval_spec.env_id)
+        torch.set_num_threads(max(1, round(sum(float(s.num_cpus or 1) for s in specs))))
+        reconstructed = was_reconstructed()
+        self.cores: dict[int, IslandCore] = {}
+        self.metrics: dict[int, Any] = {}
+        self.locks = {spec.index: threading.Lock() for spec in specs}
+        for spec in specs:
+            self.cores[spec.index] = IslandCore(
+                spec, eval_spec, run_seed=run_seed,
+                num_threads=max(1, round(float(spec.num_cpus or 1))),
+                device=_pick_device(spec.index, device), checkpoint=checkpoint,
+                reconstructed=reconstructed)
+            self.metrics[spec.index] = IslandMetrics(spec.index, spec.strategy,
+                                                     eval_spec.env_id)
 
-    def evolve(self, k: int = 1, immigrants=None, obs_stats=None) -> EvolveResult:
-        out = self.core.evolve(k, immigrants, obs_stats)
-        self.metrics.record(out.report, int(k))  # Ray metrics (runtime.metrics)
+    def evolve(self, i: int, k: int = 1, immigrants=None, obs_stats=None) -> EvolveResult:
+        with self.locks[i]:
+            out = self.cores[i].evolve(k, immigrants, obs_stats)
+        self.metrics[i].record(out.report, int(k))  # Ray metrics (runtime.metrics)
         return out
 
-    def checkpoint(self) -> int:
-        return self.core.checkpoint()
+    def checkpoint(self, i: int) -> int:
+        with self.locks[i]:
+            return self.cores[i].checkpoint()
 
-    def info(self) -> IslandInfo:
-        info = self.core.info()
+    def info(self, i: int) -> IslandInfo:
+        with self.locks[i]:
+            info = self.cores[i].info()
         info.node = ray.get_runtime_context().get_node_id()
         info.gpu_ids = [str(g) for g in ray.get_gpu_ids()]
         return info
+
+
+class IslandRef:
+    """One island inside its :class:`IslandActor`: the calls the loop makes, routed by
+    island index; each returns an ObjectRef. ``actor`` is the process's handle (to kill)."""
+
+    def __init__(self, actor, index: int) -> None:
+        self.actor, self.index = actor, index
+
+    def evolve(self, k: int = 1, immigrants=None, obs_stats=None):
+        return self.actor.evolve.remote(self.index, k, immigrants, obs_stats)
+
+    def checkpoint(self):
+        return self.actor.checkpoint.remote(self.index)
+
+    def info(self):
+        return self.actor.info.remote(self.index)
 
 
 @ray.remote(num_cpus=0)

@@ -20,15 +20,15 @@ from ..checkpointing import CheckpointSpec
 from ..config import Config
 from ..coordinator import CoordinatorSpec
 from ..messages import HallOfFame, IslandInfo
-from ..planning import IslandSpec, ResourceError
+from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
 from ..seeds import candidate_test_seed
 from .actors import (
     COORDINATOR_NAME,
     TESTER_NAME,
     CoordinatorActor,
     IslandActor,
+    IslandRef,
     TesterActor,
-    island_name,
 )
 from .cluster import root_message
 from .loop import RunLoop, RunResult
@@ -51,20 +51,24 @@ def coordinator_spec(cfg: Config) -> CoordinatorSpec:
 class Archipelago:
     """Creates the named actors for a plan and drives them (see the module docstring)."""
 
-    def __init__(self, cfg: Config, plan: list[IslandSpec], resume: bool = False) -> None:
+    def __init__(self, cfg: Config, plan: list[IslandSpec], resume: bool = False,
+                 hosts: list[HostSpec] | None = None) -> None:
         self.cfg = cfg
         self.plan = plan
+        # Worker processes and the islands each hosts (planning.plan_hosts).
+        self.hosts = hosts or group_islands(plan, cfg.islands_per_process)
         self.resume = resume  # islands and coordinator start from their checkpoints
         self.prior_rows: list[dict[str, Any]] = []  # metrics of the run being resumed
         self.stop_signal: int | None = None  # set (by a signal handler) to stop the run
-        self.islands: list[Any] = []
+        self.islands: list[IslandRef] = []  # by island index
+        self.actors: list[Any] = []  # one per host
         self.coordinator = None
         self.tester = None
         self.infos: list[IslandInfo] = []
 
     # ---- actors ----------------------------------------------------------------------
     def _names(self) -> list[str]:
-        return [COORDINATOR_NAME, TESTER_NAME] + [island_name(s.index) for s in self.plan]
+        return [COORDINATOR_NAME, TESTER_NAME] + [h.name for h in self.hosts]
 
     def start(self) -> None:
         cfg, ns = self.cfg, self.cfg.namespace
@@ -85,13 +89,20 @@ class Archipelago:
             name=COORDINATOR_NAME, namespace=ns, **ft
         ).remote(coordinator_spec(cfg), ckpt, bool(cfg.obs_norm))
         eval_spec = cfg.eval_spec()
-        for spec in self.plan:
-            opts: dict[str, Any] = dict(name=island_name(spec.index), namespace=ns,
-                                        num_cpus=spec.num_cpus, num_gpus=spec.num_gpus, **ft)
-            if spec.resources:
-                opts["resources"] = spec.resources
-            self.islands.append(IslandActor.options(**opts).remote(
-                spec, eval_spec, cfg.seed, cfg.device, ckpt))
+        refs: dict[int, IslandRef] = {}
+        for host in self.hosts:
+            need = host.needs()
+            opts: dict[str, Any] = dict(name=host.name, namespace=ns,
+                                        num_cpus=need.pop("CPU", 0.0),
+                                        num_gpus=need.pop("GPU", 0.0),
+                                        max_concurrency=len(host.islands), **ft)
+            if need:
+                opts["resources"] = need
+            actor = IslandActor.options(**opts).remote(
+                list(host.islands), eval_spec, cfg.seed, cfg.device, ckpt)
+            self.actors.append(actor)
+            refs.update({s.index: IslandRef(actor, s.index) for s in host.islands})
+        self.islands = [refs[s.index] for s in self.plan]
 
     def wait_ready(self, timeout: float = 300) -> list[IslandInfo]:
         """Block until every island is constructed; StartError with the island's own
@@ -114,7 +125,7 @@ class Archipelago:
     @staticmethod
     def _wait_island(spec: IslandSpec, handle, timeout: float) -> IslandInfo:
         try:
-            return ray.get(handle.info.remote(), timeout=timeout)
+            return ray.get(handle.info(), timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise StartError(f"island {spec.index} did not start within {timeout:g} s "
                              f"(resources {spec.needs()} not available?)") from None
@@ -124,8 +135,7 @@ class Archipelago:
 
     def shutdown(self) -> None:
         """Kill the actors and wait (briefly) until their names are free again."""
-        handles = [(island_name(s.index), h)
-                   for s, h in zip(self.plan, self.islands, strict=False)]
+        handles = [(h.name, a) for h, a in zip(self.hosts, self.actors, strict=False)]
         handles += [(n, h) for n, h in ((COORDINATOR_NAME, self.coordinator),
                                          (TESTER_NAME, self.tester)) if h is not None]
         for _, h in handles:
@@ -141,7 +151,7 @@ class Archipelago:
                 except ValueError:
                     break
                 time.sleep(0.05)
-        self.islands, self.coordinator, self.tester = [], None, None
+        self.islands, self.actors, self.coordinator, self.tester = [], [], None, None
 
     # ---- calls the loop makes --------------------------------------------------------
     def submit_test(self, cand: Candidate, n: int, screen: bool = True):
@@ -182,7 +192,7 @@ class Archipelago:
     def final_checkpoint(self, islands: list[Any], timeout: float = 120.0) -> None:
         """Checkpoint the given islands and the coordinator; a call that fails or takes
         longer than ``timeout`` leaves that actor's previous checkpoint in place."""
-        refs = [h.checkpoint.remote() for h in islands]
+        refs = [h.checkpoint() for h in islands]
         refs.append(self.coordinator.checkpoint.remote())
         deadline = time.monotonic() + timeout
         for r in refs:

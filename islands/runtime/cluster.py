@@ -38,9 +38,37 @@ def connect(cfg: Config) -> bool:
                               f"{msg[0] if msg else type(e).__name__}") from None
     else:
         # "local" always starts a fresh Ray, even if /tmp/ray/ray_current_cluster names a
-        # running one (ray-notes); CPUs and memory default to the machine's.
-        ray.init(address="local", include_dashboard=cfg.dashboard, **kw)
+        # running one (ray-notes); CPUs and memory default to the machine's. The dashboard
+        # listens on loopback only: a laptop's run is not published to its network.
+        # Ray warns on every start that token authentication is on, its default; the run's
+        # first lines are the dashboard and the plan instead.
+        logging.getLogger("ray._private.authentication.authentication_token_setup"
+                          ).setLevel(logging.ERROR)
+        ray.init(address="local", include_dashboard=cfg.dashboard,
+                 dashboard_host="127.0.0.1", **kw)
     return True
+
+
+def dashboard_line(cfg: Config) -> str:
+    """Where to watch the connected Ray's dashboard, in one line (the run's first)."""
+    url = dashboard_url()
+    embedded = not (cfg.address or os.environ.get("RAY_ADDRESS"))
+    if url is None:
+        return ("Ray dashboard: off (--dashboard on starts it with the embedded Ray)"
+                if embedded else "Ray dashboard: none on this cluster")
+    if embedded:
+        return f"Ray dashboard: {url} (this machine only; --dashboard off to skip it)"
+    return (f"Ray dashboard: {url} on the cluster's head; from a laptop: "
+            f"`ray dashboard cluster/gpu.yaml`, then http://localhost:8265")
+
+
+def dashboard_url() -> str | None:
+    """``http://host:port`` of the connected cluster's dashboard, or None without one."""
+    from ray._private.worker import global_worker  # where ray.init's own context reads it
+
+    node = getattr(global_worker, "node", None)
+    url = (node.address_info.get("webui_url") if node is not None else None) or None
+    return None if url is None else (url if "://" in url else f"http://{url}")
 
 
 def cluster_nodes() -> list[dict[str, float]]:

@@ -19,11 +19,11 @@ import ray
 from ..config import Config, ConfigError, default_out_dir, resolve
 from ..outputs import write_outputs
 from ..placement import place_by_node_type
-from ..planning import check_resources, plan_islands
+from ..planning import check_resources, plan_hosts, plan_islands
 from ..rundir import RunDir, check_new
 from ..signals import SIGNALS
 from .archipelago import Archipelago
-from .cluster import cluster_nodes, connect
+from .cluster import cluster_nodes, connect, dashboard_line
 
 FLUSH_S = 30.0  # seconds between metrics.parquet rewrites during a run
 
@@ -53,6 +53,8 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         except ValueError as e:
             raise ConfigError(str(e)) from None
     started = connect(cfg)
+    if display and not cfg.quiet:
+        print(dashboard_line(cfg), flush=True)
     SIGNALS.install()
     arch = None
     try:
@@ -62,7 +64,8 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         check_resources(plan, nodes)
         if resume:
             check_resume(cfg, plan)
-        arch = Archipelago(cfg, plan, resume=resume)
+        arch = Archipelago(cfg, plan, resume=resume,
+                           hosts=plan_hosts(plan, nodes, cfg.islands_per_process))
         SIGNALS.arch = arch
         arch.start()
         infos = arch.wait_ready()
@@ -86,12 +89,14 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
     """The run itself, with the live table and periodic metrics flushes."""
     from ..display import Display
 
+    processes = len(arch.hosts)
+
     with Display(plan, cfg.env, quiet=cfg.quiet or not display,
                  log_interval=cfg.log_interval) as disp:
-        disp.message(f"{cfg.islands} islands on {cfg.env} "
-                     f"({', '.join(s.strategy for s in plan)}), {infos[0].dim} parameters, "
-                     f"backend {infos[0].backend}, {plan[0].num_cpus:g} CPU per island; "
-                     f"run dir {rd.path}")
+        disp.message(f"{cfg.islands} islands on {cfg.env} ({_strategies(plan)}), "
+                     f"{infos[0].dim} parameters, backend {infos[0].backend}, "
+                     f"{plan[0].num_cpus:g} CPU per island in {processes} Ray worker "
+                     f"process{'es' if processes > 1 else ''}; run dir {rd.path}")
         flushed = [time.monotonic()]
 
         def on_report(row: dict[str, Any], status: dict[str, Any]) -> None:
@@ -104,3 +109,10 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
                 flushed[0] = time.monotonic()
 
         return arch.run(on_report=on_report)
+
+
+def _strategies(plan) -> str:
+    """``cmaes x16`` or ``cmaes, ga, cmaes``: the islands' strategies in a few words."""
+    names = [s.strategy for s in plan]
+    return f"{names[0]} x{len(names)}" if len(set(names)) == 1 and len(names) > 2 \
+        else ", ".join(names)

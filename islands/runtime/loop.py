@@ -85,7 +85,7 @@ class IslandCalls:
             box, self.inbox[i] = self.inbox[i], self._empty()
             args = (self.k, box["immigrants"] or None, box["obs_stats"])
         self.sent[i] = args
-        self.pending[self.handles[i].evolve.remote(*args)] = i
+        self.pending[self.handles[i].evolve(*args)] = i
 
     def deliver(self, i: int, reply: CoordinatorReply) -> None:
         self.inbox[i]["immigrants"].extend(reply.immigrants)
@@ -355,8 +355,8 @@ class RunLoop:
         hof, cstats = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
         arch.final_checkpoint([h for h, a in zip(arch.islands, self.calls.alive, strict=True)
                                if a])
-        for h in arch.islands:
-            ray.kill(h, no_restart=True)
+        for actor in arch.actors:
+            ray.kill(actor, no_restart=True)
         interrupted = self.stop_reason == "interrupted"
         if not interrupted:
             self._finish_running_test()

@@ -29,7 +29,7 @@ from ray import tune
 from ..config import ConfigError, resolve
 from ..experiment.kinds import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 from ..placement import place_by_node_type
-from ..planning import default_cpu_share, plan_islands
+from ..planning import default_cpu_share, plan_hosts, plan_islands
 from .cluster import cluster_nodes
 
 REPORT_EVERY_S = 2.0  # tune.report blocks until Tune takes the result: not every report
@@ -61,8 +61,9 @@ def plan_trials(exp_dir: Path) -> dict[str, TrialPlan]:
         share = cfg.cpus_per_island or default_cpu_share(cfg.islands, node_cpus)
         cfg = dataclasses.replace(cfg, cpus_per_island=share)
         plan = place_by_node_type(plan_islands(cfg, node_cpus), nodes)
-        plans[trial.trial_id] = TrialPlan(trial.trial_id, share,
-                                          [s.needs() for s in plan])
+        # One bundle per worker process, as the launcher will group the islands.
+        hosts = plan_hosts(plan, nodes, cfg.islands_per_process)
+        plans[trial.trial_id] = TrialPlan(trial.trial_id, share, [h.needs() for h in hosts])
     return plans
 
 

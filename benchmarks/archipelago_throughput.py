@@ -1,0 +1,183 @@
+"""System throughput: a training archipelago against raw EnvPool stepping on the same CPUs.
+
+Usage: ``python benchmarks/archipelago_throughput.py [--envs LunarLander-v3,BipedalWalker-v3]
+[--cpus 2] [--seconds 25] [--factors 1,2,4]``
+
+For each environment, in one run, one after another on the same ``--cpus`` CPUs:
+
+1. **raw** (the ceiling): EnvPool with random actions on C threads, async send/recv
+   (batch = half the envs), no policy, no evolution; 4C envs per thread.
+2. **archipelago, k islands** for k = C, 2C, 4C (``--factors``): an embedded Ray of C CPUs,
+   islands of C/k CPU each, grouped into worker processes as a default run groups them
+   (``planning.plan_hosts``), and, for k > C, the same k islands with one process each
+   (``--islands-per-process 1``, how runs were placed before). The workload is the env
+   table's network, popsize and episodes, OpenAI-ES with a vanishing learning rate around
+   the zero network (each generation a fresh sample of the same population, as in
+   ``archipelago_scaling.py``: a learning run would change its episode lengths as it learns).
+   Live env steps/s of all islands together, from the islands' counters between each
+   island's first and last report (pool build-up excluded); ``startup`` is the seconds
+   from creating the actors until every island is ready.
+3. **EvoTorch** ``GymNE`` (PGPE, the same network and total popsize, ``num_actors=C``) where
+   ``evotorch`` is installed: our users' alternative on the same settings; its interaction
+   count over the wall time of ``searcher.step()`` calls (first step excluded). Skipped,
+   saying so, where it is not installed (it is not a dependency).
+
+Table plus a final JSON line with ``ratio_vs_raw`` (LunarLander-v3, 4 islands on 2 CPUs,
+default grouping) and every row's ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import ray  # noqa: E402
+
+from islands.config import from_dict, resolve  # noqa: E402
+from islands.envdefaults import env_defaults  # noqa: E402
+from islands.planning import plan_hosts, plan_islands  # noqa: E402
+from islands.runtime.archipelago import Archipelago  # noqa: E402
+
+
+def raw_steps_per_s(env_id: str, threads: int, seconds: float, seed: int = 0) -> float:
+    import envpool
+
+    num_envs = 4 * threads
+    env = envpool.make(env_id, env_type="gymnasium", num_envs=num_envs,
+                       batch_size=num_envs // 2, num_threads=threads, seed=seed)
+    space = env.action_space
+    rng = np.random.default_rng(seed)
+    env.async_reset()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        _, _, _, _, info = env.recv()
+        ids = info["env_id"]
+        if hasattr(space, "n"):
+            act = rng.integers(0, space.n, size=len(ids)).astype(np.int32)
+        else:
+            act = rng.uniform(space.low, space.high,
+                              size=(len(ids), *space.shape)).astype(np.float32)
+        env.send(act, ids)
+        n += len(ids)
+    dt = time.perf_counter() - t0
+    env.close()
+    return n / dt
+
+
+def archipelago_steps_per_s(env_id: str, cpus: int, k: int, seconds: float,
+                            per_process: int | None, seed: int = 0) -> dict:
+    cfg = resolve(from_dict(dict(
+        env=env_id, islands=k, cpus_per_island=cpus / k, target=None, time_budget=seconds,
+        generations=10**9, seed=seed, strategy="openai-es", sigma=0.5,
+        strategy_options={"lr": 1e-12, "l2": 0.0}, islands_per_process=per_process,
+        namespace=f"tp-{k}-{per_process}", quiet=True)))
+    nodes = [{"CPU": float(cpus)}]
+    plan = plan_islands(cfg, [float(cpus)])
+    arch = Archipelago(cfg, plan, hosts=plan_hosts(plan, nodes, per_process))
+    t = time.monotonic()
+    try:
+        arch.start()
+        arch.wait_ready()
+        startup = time.monotonic() - t
+        res = arch.run()
+    finally:
+        arch.shutdown()
+    first, last = {}, {}
+    for r in res.rows:
+        first.setdefault(r["island"], r)
+        last[r["island"]] = r
+    steps = sum(last[i]["env_steps"] - first[i]["env_steps"] for i in last)
+    span = max(r["wall_s"] for r in last.values()) - min(r["wall_s"] for r in first.values())
+    return {"steps_per_s": steps / span, "startup_s": startup, "processes": len(arch.hosts)}
+
+
+def evotorch_steps_per_s(env_id: str, cpus: int, seconds: float) -> float | None:
+    try:
+        from evotorch.algorithms import PGPE
+        from evotorch.neuroevolution import GymNE
+    except ImportError:
+        return None
+    d = env_defaults(env_id)
+    layers = ["Linear(obs_length, {h})".format(h=d["hidden"][0])] if d["hidden"] else []
+    net = (" >> Tanh() >> ".join(layers + [f"Linear({d['hidden'][-1]}, act_length)"])
+           if d["hidden"] else "Linear(obs_length, act_length)")
+    problem = GymNE(env=env_id, network=net, num_actors=cpus,
+                    episode_length=d["max_episode_steps"], num_episodes=d["episodes"],
+                    observation_normalization=bool(d["obs_norm"]))
+    searcher = PGPE(problem, popsize=d["popsize"] * cpus, center_learning_rate=1e-12,
+                    stdev_learning_rate=1e-12, stdev_init=0.5)
+    searcher.step()  # actors start, envs build
+    start = int(searcher.status.get("total_interaction_count", 0))
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        searcher.step()
+    dt = time.perf_counter() - t0
+    steps = int(searcher.status["total_interaction_count"]) - start
+    problem.kill_actors()
+    return steps / dt
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--envs", default="LunarLander-v3,BipedalWalker-v3")
+    p.add_argument("--cpus", type=int, default=2)
+    p.add_argument("--seconds", type=float, default=25.0)
+    p.add_argument("--factors", default="1,2,4", help="k = factor x cpus islands")
+    args = p.parse_args()
+    C = args.cpus
+    rows: list[dict] = []
+    for env_id in args.envs.split(","):
+        raw = raw_steps_per_s(env_id, C, args.seconds / 2)
+        rows.append({"env": env_id, "system": f"raw EnvPool, {C} threads", "islands": 0,
+                     "steps_per_s": raw, "ratio_vs_raw": 1.0})
+        ray.init(address="local", num_cpus=C, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING)
+        try:
+            for f in (int(x) for x in args.factors.split(",")):
+                k = f * C
+                for per_process in ([None, 1] if k > C else [None]):
+                    r = archipelago_steps_per_s(env_id, C, k, args.seconds, per_process)
+                    mode = "one process per island" if per_process else "default grouping"
+                    rows.append({"env": env_id, "system": f"archipelago, {mode}",
+                                 "islands": k, "processes": r["processes"],
+                                 "steps_per_s": r["steps_per_s"],
+                                 "ratio_vs_raw": r["steps_per_s"] / raw,
+                                 "startup_s": r["startup_s"]})
+                    print(f"  {env_id} k={k} {mode}: {r['steps_per_s']:,.0f} steps/s",
+                          file=sys.stderr, flush=True)
+        finally:
+            ray.shutdown()
+        evo = evotorch_steps_per_s(env_id, C, args.seconds)
+        rows.append({"env": env_id, "system": "EvoTorch GymNE (PGPE)", "islands": 0,
+                     "steps_per_s": evo, "ratio_vs_raw": None if evo is None else evo / raw,
+                     "note": None if evo is not None else "evotorch not installed"})
+    print(f"\n{'env':18} | {'system':40} | {'k':>3} | {'procs':>5} | {'env steps/s':>11} | "
+          f"{'ratio vs raw':>12} | {'startup s':>9}")
+    print("-" * 114)
+    for r in rows:
+        sps = "skipped" if r["steps_per_s"] is None else f"{r['steps_per_s']:,.0f}"
+        ratio = "-" if r["ratio_vs_raw"] is None else f"{r['ratio_vs_raw']:.3f}"
+        print(f"{r['env']:18} | {r['system']:40} | {r['islands'] or '':>3} | "
+              f"{r.get('processes', ''):>5} | {sps:>11} | {ratio:>12} | "
+              f"{r.get('startup_s', 0) or 0:9.1f}")
+    key = [r for r in rows if r["env"] == "LunarLander-v3" and r["islands"] == 2 * C
+           and r["system"].endswith("default grouping")]
+    print(json.dumps({
+        "cpus": C, "seconds": args.seconds,
+        "ratio_vs_raw": round(key[0]["ratio_vs_raw"], 3) if key else None,
+        "startup": {f"{r['env']} k={r['islands']} {r['system']}": round(r["startup_s"], 2)
+                    for r in rows if "startup_s" in r},
+        "rows": [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
+                 for r in rows]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

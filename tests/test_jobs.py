@@ -1,0 +1,123 @@
+"""How runs reach a cluster, end to end: a real ``ray start --head`` (its own ports and temp
+dir), ``ray job submit --working-dir . -- python -m islands.launch --address auto``, and
+``python -m islands.status`` against it while the job runs. The head is stopped by ending
+the ``ray start --block`` process (never ``ray stop``: it kills every Ray on the machine)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, subprocess_env
+
+pytestmark = [pytest.mark.own_ray, pytest.mark.slow]
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def ray_env() -> dict[str, str]:
+    env = subprocess_env()
+    env["RAY_AUTH_MODE"] = "token"  # `ray job` / status calls from a shell (ray-notes)
+    # `python` in the job's entrypoint is this environment's interpreter
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def ray_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "ray"), *args], cwd=ROOT,
+                          env=ray_env(), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture()
+def head():
+    """A one-node Ray cluster of 2 CPUs started with ``ray start --head --block``."""
+    gcs, dash, client, agent, metrics = free_ports(5)
+    temp = tempfile.mkdtemp(prefix="rj-")  # short: Ray's socket paths must stay < 108 chars
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+         f"--port={gcs}", f"--dashboard-port={dash}", "--dashboard-host=127.0.0.1",
+         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
+         f"--metrics-export-port={metrics}", "--num-cpus=2", f"--temp-dir={temp}",
+         "--include-dashboard=true"],
+        cwd=ROOT, env=ray_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    url = f"http://127.0.0.1:{dash}"
+    try:
+        deadline = time.monotonic() + 180
+        while ray_cli("job", "list", "--address", url, timeout=60).returncode != 0:
+            assert proc.poll() is None, proc.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, "the head's job server never answered"
+            time.sleep(2)
+        yield {"gcs": f"127.0.0.1:{gcs}", "dashboard": url}
+    finally:
+        proc.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything of this head still left
+        except ProcessLookupError:
+            pass
+
+
+def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
+    out = tmp_path / "run"
+    submit = ray_cli(
+        "job", "submit", "--address", head["dashboard"], "--working-dir", ".", "--no-wait",
+        "--", "python", "-m", "islands.launch", "--address", "auto", "--islands", "2",
+        "--env", "CartPole-v1", "--popsize", "12", "--episodes", "1",
+        "--max-episode-steps", "200", "--time-budget", "30", "--target", "none",
+        "--test-episodes", "10", "--out", str(out))
+    assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
+    job_id = re.search(r"raysubmit_[A-Za-z0-9]+", submit.stdout).group(0)
+
+    # While it runs, the status command reads the live coordinator through the GCS address.
+    table = ""
+    deadline = time.monotonic() + 240
+    while "2 island(s) reporting" not in table and time.monotonic() < deadline:
+        st = subprocess.run([sys.executable, "-m", "islands.status", "--address", head["gcs"]],
+                            cwd=ROOT, env=ray_env(), capture_output=True, text=True,
+                            timeout=120)
+        table = st.stdout
+        time.sleep(1)
+    assert "2 island(s) reporting" in table, (st.stdout, st.stderr)
+
+    status = ""
+    while time.monotonic() < deadline:
+        st = ray_cli("job", "status", "--address", head["dashboard"], job_id)
+        status = (st.stdout + st.stderr).lower()
+        if any(s in status for s in ("succeeded", "failed", "stopped")):
+            break
+        time.sleep(2)
+    got = ray_cli("job", "logs", "--address", head["dashboard"], job_id)
+    logs = got.stdout + got.stderr
+    assert "succeeded" in status, (status, logs[-3000:])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stop_reason"] in ("time budget", "generations"), summary
+    assert len(summary["generations"]) == 2 and min(summary["generations"].values()) > 0
+    # The job's first line says where the cluster's dashboard is and how to reach it.
+    first = next(ln for ln in logs.splitlines() if ln.startswith("Ray dashboard:"))
+    assert head["dashboard"] in first and "ray dashboard cluster/gpu.yaml" in first, first
+    # The run's actors show under their names in the dashboard's state API.
+    listed = ray_cli("list", "actors", "--address", head["dashboard"], "--format", "json",
+                     "--limit", "1000")
+    names = {a.get("name") for a in json.loads(listed.stdout)}
+    assert {"coordinator", "tester", "island-00", "island-01"} <= names, names
