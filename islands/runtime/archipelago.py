@@ -94,8 +94,7 @@ class Archipelago:
             need = host.needs()
             opts: dict[str, Any] = dict(name=host.name, namespace=ns,
                                         num_cpus=need.pop("CPU", 0.0),
-                                        num_gpus=need.pop("GPU", 0.0),
-                                        max_concurrency=len(host.islands), **ft)
+                                        num_gpus=need.pop("GPU", 0.0), **ft)
             if need:
                 opts["resources"] = need
             actor = IslandActor.options(**opts).remote(
