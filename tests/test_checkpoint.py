@@ -134,7 +134,7 @@ def test_an_envpool_island_resumed_from_a_checkpoint_continues_bit_identically(
 RUN_ARGS = ("--islands", "2", "--env", "CartPole-v1", "--strategy", "cmaes,openai-es",
             "--popsize", "8", "--episodes", "1", "--max-episode-steps", "100",
             "--generations", "100000", "--target", "none", "--test-episodes", "5",
-            "--checkpoint-interval", "2", "--seed", "5", "--quiet")
+            "--checkpoint-interval", "2", "--seed", "5", "--quiet", "--dashboard", "off")
 
 
 def _launch(*args):

@@ -6,76 +6,23 @@ the ``ray start --block`` process (never ``ray stop``: it kills every Ray on the
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from conftest import ROOT, subprocess_env
+from conftest import ROOT
+from rayhead import ray_cli, ray_env, ray_head
 
 pytestmark = [pytest.mark.own_ray, pytest.mark.slow]
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def ray_env() -> dict[str, str]:
-    env = subprocess_env()
-    env["RAY_AUTH_MODE"] = "token"  # `ray job` / status calls from a shell (ray-notes)
-    # `python` in the job's entrypoint is this environment's interpreter
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
-
-
-def ray_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "ray"), *args], cwd=ROOT,
-                          env=ray_env(), capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture()
 def head():
     """A one-node Ray cluster of 2 CPUs started with ``ray start --head --block``."""
-    gcs, dash, client, agent, metrics = free_ports(5)
-    temp = tempfile.mkdtemp(prefix="rj-")  # short: Ray's socket paths must stay < 108 chars
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
-         f"--port={gcs}", f"--dashboard-port={dash}", "--dashboard-host=127.0.0.1",
-         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
-         f"--metrics-export-port={metrics}", "--num-cpus=2", f"--temp-dir={temp}",
-         "--include-dashboard=true"],
-        cwd=ROOT, env=ray_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
-    url = f"http://127.0.0.1:{dash}"
-    try:
-        deadline = time.monotonic() + 180
-        while ray_cli("job", "list", "--address", url, timeout=60).returncode != 0:
-            assert proc.poll() is None, proc.stdout.read()[-3000:]
-            assert time.monotonic() < deadline, "the head's job server never answered"
-            time.sleep(2)
-        yield {"gcs": f"127.0.0.1:{gcs}", "dashboard": url}
-    finally:
-        proc.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # anything of this head still left
-        except ProcessLookupError:
-            pass
+    with ray_head() as h:
+        yield h
 
 
 def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):

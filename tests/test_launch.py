@@ -43,6 +43,10 @@ def test_cli_run_writes_every_file_with_documented_columns(cli_run):
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     assert last["run_dir"] == str(out)
     assert "island  0 cmaes" in proc.stdout  # plain progress lines (stdout is not a TTY)
+    # the default run starts the dashboard and says where it is, first
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("Ray dashboard: http://127.0.0.1:"), first
+    assert "Traceback" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr[-2000:]
 
     df = pd.read_parquet(out / "metrics.parquet")
     assert set(METRIC_COLUMNS) <= set(df.columns)

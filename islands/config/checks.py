@@ -17,7 +17,7 @@ _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations
              "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
              "test_max_episode_steps", "migration_interval", "obs_sync_interval",
              "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
-             "restart_patience", "islands_per_process")
+             "restart_patience", "islands_per_process", "wait_for_nodes")
 _NON_NEGATIVE = ("migrants", "confirm_episodes", "checkpoint_interval", "checkpoint_seconds")
 
 

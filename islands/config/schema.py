@@ -149,6 +149,9 @@ class Config:
     cpus_per_island: float | None = _opt(
         None, "CPUs per island; default: the cluster's CPUs shared equally", "optfloat",
         metavar="C")
+    wait_for_nodes: float = _opt(
+        600.0, "on a cluster with an autoscaler: seconds to wait for the nodes the islands "
+        "need (elsewhere a run that does not fit fails at once)", "float", metavar="SECONDS")
     islands_per_process: int | None = _opt(
         None, "islands hosted by one Ray worker process; default: islands with less than one "
         "CPU each share a process per CPU (16 islands on 2 CPUs: 2 processes), others get "

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -128,3 +130,53 @@ def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> di
         line = str(e).strip().splitlines()
         raise StatusError(f"the coordinator did not answer: "
                           f"{line[-1] if line else type(e).__name__}") from None
+
+
+def autoscaler_running() -> bool:
+    """True when an autoscaler with node types watches the connected cluster (``ray up``,
+    the fake multi-node provider). Every Ray head runs a monitor that publishes a status in
+    the GCS; a plain local Ray's read-only provider names each node's type after the node
+    itself (``node_<id>``), an autoscaler after its config's node types
+    (``ray.head.default``, ``cpu_worker``, ...)."""
+    import json
+
+    from ray._private.ray_constants import DEBUG_AUTOSCALING_STATUS
+    from ray.experimental.internal_kv import _internal_kv_get
+
+    raw = _internal_kv_get(DEBUG_AUTOSCALING_STATUS)
+    try:
+        mapping = json.loads(raw)["autoscaler_report"]["node_type_mapping"] if raw else {}
+    except (ValueError, KeyError, TypeError):
+        return False
+    return any(kind not in (node, f"node_{node}") for node, kind in (mapping or {}).items())
+
+
+def wait_for_nodes(bundles: list[dict[str, float]], fits: Callable[[list], bool],
+                   timeout: float, say: Callable[[str], None]) -> list[dict[str, float]]:
+    """Ask the autoscaler for ``bundles`` (one per island) and wait until ``fits`` accepts
+    the cluster's nodes; the nodes then, or ResourceError after ``timeout`` seconds. Call
+    :func:`withdraw_request` once the islands run (their actors keep the nodes busy)."""
+    from ray.autoscaler.sdk import request_resources
+
+    from ..planning import ResourceError
+
+    need = ", ".join(sorted({k for b in bundles for k in b}))
+    say(f"waiting up to {timeout:g} s for the autoscaler to add nodes with {need} "
+        f"for {len(bundles)} islands")
+    request_resources(bundles=bundles)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        nodes = cluster_nodes()
+        if fits(nodes):
+            return nodes
+        time.sleep(2.0)
+    withdraw_request()
+    raise ResourceError(f"the autoscaler added no nodes that fit the {len(bundles)} islands "
+                        f"({need}) within {timeout:g} s")
+
+
+def withdraw_request() -> None:
+    """Withdraw :func:`wait_for_nodes`' request: idle nodes may go again."""
+    from ray.autoscaler.sdk import request_resources
+
+    request_resources(bundles=[])

@@ -19,11 +19,18 @@ import ray
 from ..config import Config, ConfigError, default_out_dir, resolve
 from ..outputs import write_outputs
 from ..placement import place_by_node_type
-from ..planning import check_resources, plan_hosts, plan_islands
+from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
 from ..rundir import RunDir, check_new
 from ..signals import SIGNALS
 from .archipelago import Archipelago
-from .cluster import cluster_nodes, connect, dashboard_line
+from .cluster import (
+    autoscaler_running,
+    cluster_nodes,
+    connect,
+    dashboard_line,
+    wait_for_nodes,
+    withdraw_request,
+)
 
 FLUSH_S = 30.0  # seconds between metrics.parquet rewrites during a run
 
@@ -59,9 +66,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     arch = None
     try:
         nodes = cluster_nodes()
-        plan = place_by_node_type(plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes]),
-                                  nodes)
-        check_resources(plan, nodes)
+        plan, nodes, autoscaled = _plan(cfg, nodes, display)
         if resume:
             check_resume(cfg, plan)
         arch = Archipelago(cfg, plan, resume=resume,
@@ -69,6 +74,8 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         SIGNALS.arch = arch
         arch.start()
         infos = arch.wait_ready()
+        if autoscaled:
+            withdraw_request()
         startup_s = time.monotonic() - t_start
         rd = RunDir(out) if resume else RunDir.create(out)
         if resume:
@@ -82,6 +89,37 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
             arch.shutdown()
         if started:
             ray.shutdown()
+
+
+def _plan(cfg: Config, nodes: list[dict[str, float]], display: bool
+          ) -> tuple[list[Any], list[dict[str, float]], bool]:
+    """The islands' plan on ``nodes``; where it does not fit but an autoscaler runs, ask it
+    for one bundle per island (the island's needs, ``--cpus-per-island`` or 1 CPU) and plan
+    again on the nodes it added. Also returns the nodes and whether it asked."""
+    def plan_on(nodes):
+        return place_by_node_type(plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes]),
+                                  nodes)
+
+    plan = plan_on(nodes)
+    try:
+        check_resources(plan, nodes)
+        return plan, nodes, False
+    except ResourceError:
+        if not autoscaler_running():
+            raise
+    bundles = [{**s.needs(), "CPU": cfg.cpus_per_island or max(1.0, s.num_cpus)}
+               for s in plan]
+
+    def fits(nodes) -> bool:
+        try:
+            check_resources(plan_on(nodes), nodes)
+            return True
+        except ResourceError:
+            return False
+
+    nodes = wait_for_nodes(bundles, fits, cfg.wait_for_nodes,
+                           say=lambda m: print(m, flush=True) if display else None)
+    return plan_on(nodes), nodes, True
 
 
 def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool,
