@@ -63,7 +63,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     if display and not cfg.quiet:
         print(dashboard_line(cfg), flush=True)
     SIGNALS.install()
-    arch = None
+    arch, autoscaled = None, False
     try:
         nodes = cluster_nodes()
         plan, nodes, autoscaled = _plan(cfg, nodes, display)
@@ -74,8 +74,9 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         SIGNALS.arch = arch
         arch.start()
         infos = arch.wait_ready()
-        if autoscaled:
+        if autoscaled:  # placed: the islands' actors keep their nodes busy now
             withdraw_request()
+            autoscaled = False
         startup_s = time.monotonic() - t_start
         rd = RunDir(out) if resume else RunDir.create(out)
         if resume:
@@ -85,6 +86,8 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         return write_outputs(rd, cfg, plan, infos, result, startup_s)
     finally:
         SIGNALS.arch = None
+        if autoscaled:  # the run never got going: let idle nodes go again
+            withdraw_request()
         if arch is not None:
             arch.shutdown()
         if started:
