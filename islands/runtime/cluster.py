@@ -132,18 +132,23 @@ def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> di
                           f"{line[-1] if line else type(e).__name__}") from None
 
 
-def autoscaler_running() -> bool:
+def autoscaler_running(wait_s: float = 15.0) -> bool:
     """True when an autoscaler with node types watches the connected cluster (``ray up``,
     the fake multi-node provider). Every Ray head runs a monitor that publishes a status in
     the GCS; a plain local Ray's read-only provider names each node's type after the node
     itself (``node_<id>``), an autoscaler after its config's node types
-    (``ray.head.default``, ``cpu_worker``, ...)."""
+    (``ray.head.default``, ``cpu_worker``, ...). A head that has just started may not have
+    published one yet: wait up to ``wait_s`` for it (only runs that do not fit ask)."""
     import json
 
     from ray._private.ray_constants import DEBUG_AUTOSCALING_STATUS
     from ray.experimental.internal_kv import _internal_kv_get
 
+    deadline = time.monotonic() + wait_s
     raw = _internal_kv_get(DEBUG_AUTOSCALING_STATUS)
+    while raw is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        raw = _internal_kv_get(DEBUG_AUTOSCALING_STATUS)
     try:
         mapping = json.loads(raw)["autoscaler_report"]["node_type_mapping"] if raw else {}
     except (ValueError, KeyError, TypeError):
