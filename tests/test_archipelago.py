@@ -36,12 +36,15 @@ def cfg_of(**kw):
 
 def run_arch(cfg, node_cpus=(2.0,)):
     """Drive an archipelago on the session's Ray; returns the RunResult."""
-    plan = plan_islands(cfg, list(node_cpus))
-    arch = Archipelago(cfg, plan)
+    return drive(Archipelago(cfg, plan_islands(cfg, list(node_cpus))))
+
+
+def drive(arch, on_report=None):
+    """Start ``arch``, run it to its stop (``on_report`` after each report), shut it down."""
     try:
         arch.start()
         arch.wait_ready()
-        return arch.run()
+        return arch.run(on_report=on_report)
     finally:
         arch.shutdown()
 

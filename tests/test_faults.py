@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import ray
 from conftest import ROOT, subprocess_env
-from test_archipelago import cfg_of
+from test_archipelago import cfg_of, drive
 
 from islands.planning import plan_islands
 from islands.runtime.archipelago import Archipelago
@@ -35,12 +35,7 @@ def test_dying_islands_restart_from_their_checkpoints(ray_session, tmp_path):
             killed.append(rep["generation"])
             ray.kill(arch.islands[2].actor, no_restart=False)
 
-    try:
-        arch.start()
-        arch.wait_ready()
-        result = arch.run(on_report=on_report)
-    finally:
-        arch.shutdown()
+    result = drive(arch, on_report)
     assert result.stop_reason == "generations"
     assert result.restarts[0] == 0 and result.restarts[1] >= 1 and result.restarts[2] >= 1
     for i in range(3):
@@ -73,12 +68,7 @@ def test_a_dying_coordinator_restarts_and_no_emigrant_or_best_is_lost(ray_sessio
             killed.append(len(status["rows"]))
             ray.kill(arch.coordinator, no_restart=False)
 
-    try:
-        arch.start()
-        arch.wait_ready()
-        result = arch.run(on_report=on_report)
-    finally:
-        arch.shutdown()
+    result = drive(arch, on_report)
     assert killed and result.stop_reason == "generations"
     for i in range(2):  # the islands kept evolving to the end
         assert max(r["generation"] for r in result.rows if r["island"] == i) == 14

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ray
+from test_archipelago import drive
 
 from islands.config import from_dict, resolve
 from islands.planning import IslandSpec, check_resources, group_islands, plan_hosts, plan_islands
@@ -101,12 +102,7 @@ def test_a_killed_process_restarts_all_its_islands_from_their_checkpoints(ray_se
             killed.append(rep["generation"])
             ray.kill(arch.islands[3].actor, no_restart=False)
 
-    try:
-        arch.start()
-        arch.wait_ready()
-        result = arch.run(on_report=on_report)
-    finally:
-        arch.shutdown()
+    result = drive(arch, on_report)
     assert killed and result.stop_reason == "generations"
     for i in range(4):
         gens = [r["generation"] for r in result.rows if r["island"] == i]
