@@ -132,7 +132,7 @@ def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> di
                           f"{line[-1] if line else type(e).__name__}") from None
 
 
-def autoscaler_running(wait_s: float = 15.0) -> bool:
+def autoscaler_running(wait_s: float = 30.0) -> bool:
     """True when an autoscaler with node types watches the connected cluster (``ray up``,
     the fake multi-node provider). Every Ray head runs a monitor that publishes a status in
     the GCS; a plain local Ray's read-only provider names each node's type after the node
@@ -144,16 +144,21 @@ def autoscaler_running(wait_s: float = 15.0) -> bool:
     from ray._private.ray_constants import DEBUG_AUTOSCALING_STATUS
     from ray.experimental.internal_kv import _internal_kv_get
 
-    deadline = time.monotonic() + wait_s
-    raw = _internal_kv_get(DEBUG_AUTOSCALING_STATUS)
-    while raw is None and time.monotonic() < deadline:
-        time.sleep(0.5)
+    def mapping() -> dict:
         raw = _internal_kv_get(DEBUG_AUTOSCALING_STATUS)
-    try:
-        mapping = json.loads(raw)["autoscaler_report"]["node_type_mapping"] if raw else {}
-    except (ValueError, KeyError, TypeError):
-        return False
-    return any(kind not in (node, f"node_{node}") for node, kind in (mapping or {}).items())
+        try:
+            return json.loads(raw)["autoscaler_report"]["node_type_mapping"] or {}
+        except (ValueError, KeyError, TypeError):  # none yet, or a report without nodes
+            return {}
+
+    # Under load the monitor's first reports may list no node yet (the provider has not
+    # tagged the head): wait for one that names a node, not just for any report.
+    deadline = time.monotonic() + wait_s
+    nodes = mapping()
+    while not nodes and time.monotonic() < deadline:
+        time.sleep(0.5)
+        nodes = mapping()
+    return any(kind not in (node, f"node_{node}") for node, kind in nodes.items())
 
 
 def wait_for_nodes(bundles: list[dict[str, float]], fits: Callable[[list], bool],
