@@ -31,7 +31,7 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
         "job", "submit", "--address", head["dashboard"], "--working-dir", ".", "--no-wait",
         "--", "python", "-m", "islands.launch", "--address", "auto", "--islands", "2",
         "--env", "CartPole-v1", "--popsize", "12", "--episodes", "1",
-        "--max-episode-steps", "200", "--time-budget", "30", "--target", "none",
+        "--max-episode-steps", "200", "--time-budget", "60", "--target", "none",
         "--test-episodes", "10", "--out", str(out))
     assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
     job_id = re.search(r"raysubmit_[A-Za-z0-9]+", submit.stdout).group(0)
@@ -45,7 +45,10 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
                             timeout=120)
         table = st.stdout
         time.sleep(1)
-    assert "2 island(s) reporting" in table, (st.stdout, st.stderr)
+    if "2 island(s) reporting" not in table:  # say what the job did instead
+        job = ray_cli("job", "logs", "--address", head["dashboard"], job_id)
+        pytest.fail(f"islands.status never showed the running job: {st.stdout}{st.stderr}"
+                    f"\njob log: {(job.stdout + job.stderr)[-3000:]}")
 
     status = ""
     while time.monotonic() < deadline:
