@@ -68,6 +68,18 @@ def test_spellings_are_coerced():
     assert yaml_values.resources_per_island == {"gpu_node": 1.0} and yaml_values.target == 200.0
 
 
+def test_hidden_linear_asks_for_a_policy_without_hidden_layers():
+    # "" and "none" mean unset (the env table's network); "linear" means no hidden layer
+    cfg = resolve(parse_args(["--env", "LunarLander-v3", "--hidden", "Linear"]))
+    assert cfg.hidden == [] and resolve(parse_args(["--env", "LunarLander-v3"])).hidden == [16]
+    import policies
+    from policies.base import ActionSpec
+
+    pol = policies.make("mlp", (8,), ActionSpec(discrete=True, n=4),
+                        **cfg.eval_spec().policy_options)
+    assert pol.num_params == 8 * 4 + 4  # one linear map: weights and biases
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--popsize", "x"], "--popsize: expected an integer, got 'x'"),
     (["--popsize", "5.5"], "--popsize: expected an integer, got '5.5'"),
@@ -81,8 +93,8 @@ def test_spellings_are_coerced():
     (["--device", "tpu"], "--device: unknown value 'tpu'; choose one of auto, cpu, cuda"),
     (["--backend", "jax"], f"--backend: unknown value 'jax'; choose one of {', '.join(BACKENDS)}"),
     (["--hidden", "64,0"], "--hidden: layer sizes must be positive, got '64,0'"),
-    (["--hidden", "64,x"], "--hidden: expected comma-separated layer sizes like 64,64, got "
-     "'64,x'"),
+    (["--hidden", "64,x"], "--hidden: expected comma-separated layer sizes like 64,64, or "
+     "linear, got '64,x'"),
     (["--edges", "0-1"], "--edges: bad edge '0-1': write edges as SRC>DST, e.g. 0>1,1>0"),
     (["--resources-per-island", "gpu_node"], "--resources-per-island: expected "
      "NAME=AMOUNT[,NAME=AMOUNT], got 'gpu_node'"),

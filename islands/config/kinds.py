@@ -129,9 +129,12 @@ def _auto_target(v: Any, handler) -> Any:
 
 
 def _layers(v: Any) -> Any:
-    """``64,64``, ``[64, 64]`` or ``64`` -> a list of sizes (not yet checked)."""
+    """``64,64``, ``[64, 64]`` or ``64`` -> a list of sizes (not yet checked); ``linear``
+    -> ``[]`` (no hidden layer: observations map straight to actions)."""
     if v is None:
         return None
+    if isinstance(v, str) and v.strip().lower() == "linear":
+        return []
     if isinstance(v, (list, tuple)):
         return list(v)
     if isinstance(v, int):
@@ -215,7 +218,7 @@ KINDS: dict[str, tuple[Any, str | None]] = {
     "specs": (Annotated[Annotated[list, Strict()] | None, _or_none(_island_specs),
                         BeforeValidator(_json), BeforeValidator(_unset)], None),
     "hidden": (Annotated[list[Int] | None, _or_none(_positive_sizes), BeforeValidator(_layers),
-                         _AUTO], "comma-separated layer sizes like 64,64"),
+                         _AUTO], "comma-separated layer sizes like 64,64, or linear"),
     "edges": (Annotated[str | None, BeforeValidator(_edges)], None),
     "resources": (Annotated[dict[str, Float], Strict(), BeforeValidator(_resources)], None),
 }

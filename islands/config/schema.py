@@ -90,7 +90,8 @@ class Config:
         None, f"policy network: {_names(POLICIES)}; default: env table",
         choices=tuple(POLICIES))
     hidden: list | None = _opt(
-        None, "hidden layer sizes, e.g. 64,64 (neuromod: one size); default: env table",
+        None, "hidden layer sizes, e.g. 64,64, or linear for none (neuromod: one size); "
+        "default: env table",
         "hidden", metavar="H1,H2")
     policy_options: dict = _opt({}, "extra keyword arguments for the policy, as JSON", "json",
                                 metavar="JSON")
