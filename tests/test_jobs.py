@@ -27,12 +27,18 @@ def head():
 
 def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
     out = tmp_path / "run"
-    submit = ray_cli(
-        "job", "submit", "--address", head["dashboard"], "--working-dir", ".", "--no-wait",
-        "--", "python", "-m", "islands.launch", "--address", "auto", "--islands", "2",
-        "--env", "CartPole-v1", "--popsize", "12", "--episodes", "1",
-        "--max-episode-steps", "200", "--time-budget", "60", "--target", "none",
-        "--test-episodes", "10", "--out", str(out))
+    args = ("job", "submit", "--address", head["dashboard"], "--working-dir", ".", "--no-wait",
+            "--", "python", "-m", "islands.launch", "--address", "auto", "--islands", "2",
+            "--env", "CartPole-v1", "--popsize", "12", "--episodes", "1",
+            "--max-episode-steps", "200", "--time-budget", "60", "--target", "none",
+            "--test-episodes", "10", "--out", str(out))
+    submit = ray_cli(*args)
+    deadline = time.monotonic() + 120
+    # The job server answers before the head's agent has registered; Ray then asks to
+    # "try again later" (seen on a loaded machine).
+    while "try again later" in submit.stderr and time.monotonic() < deadline:
+        time.sleep(3)
+        submit = ray_cli(*args)
     assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
     job_id = re.search(r"raysubmit_[A-Za-z0-9]+", submit.stdout).group(0)
 
