@@ -110,3 +110,14 @@ def test_a_killed_process_restarts_all_its_islands_from_their_checkpoints(ray_se
     # both islands of the killed process came back; the other process never died
     assert result.restarts[0] == result.restarts[1] == 0
     assert result.restarts[2] >= 1 and result.restarts[3] >= 1
+
+
+def test_torch_gets_one_thread_beside_envpool_threads():
+    from envs.spec import EvalSpec
+    from islands.runtime.actors import _torch_threads
+
+    # EnvPool's threads take the island's 2 CPUs: torch threads beside them only contend
+    assert _torch_threads(specs(1, 2.0), EvalSpec("BipedalWalker-v3")) == 1
+    # Gymnasium steps in the island's own thread: torch may use the island's CPUs
+    assert _torch_threads(specs(1, 2.0), EvalSpec("CartPole-v1", backend="gymnasium")) == 2
+    assert _torch_threads(specs(4, 0.25), EvalSpec("CartPole-v1", backend="gymnasium")) == 1

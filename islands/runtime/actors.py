@@ -53,6 +53,20 @@ def _pick_device(index: int, device: str) -> str:
     return "cuda" if gpus and torch.cuda.is_available() else "cpu"
 
 
+def _torch_threads(specs: list[IslandSpec], eval_spec) -> int:
+    """Torch's intra-op threads in an island process. Ray sets OMP_NUM_THREADS from the CPU
+    share, but be explicit. EnvPool steps on as many threads as the island has CPUs and
+    torch threads beside them contend for the same cores (the evaluator warns: "inference
+    10x slower was measured on 2 cores"): one thread, as ``--islands 1`` on 2 cores asked
+    for 2 beside 2 EnvPool threads. Other backends step in this thread, so torch may have
+    the island's CPUs (fractional shares: one)."""
+    from envs.spaces import pick_backend
+
+    if pick_backend(eval_spec.env_id, eval_spec.backend, eval_spec.env_module) == "envpool":
+        return 1
+    return max(1, round(sum(float(s.num_cpus or 1) for s in specs)))
+
+
 @ray.remote
 class IslandActor:
     """Ray wrapper around one or more :class:`~islands.island.IslandCore` s that share a
@@ -70,9 +84,7 @@ class IslandActor:
         from .metrics import IslandMetrics
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        # Ray sets OMP_NUM_THREADS from the CPU share, but be explicit: fractional shares
-        # still get one thread, 2 CPUs get 2 (torch and EnvPool alike).
-        torch.set_num_threads(max(1, round(sum(float(s.num_cpus or 1) for s in specs))))
+        torch.set_num_threads(_torch_threads(specs, eval_spec))
         reconstructed = was_reconstructed()
         self.cores: dict[int, IslandCore] = {}
         self.metrics: dict[int, Any] = {}
