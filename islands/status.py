@@ -28,7 +28,7 @@ def _num(v: Any, fmt: str = ".1f") -> str:
 
 
 COLUMNS = ("island", "strategy", "gen", "evals", "env steps", "best", "last max", "last mean",
-           "evals/s", "immigr.")
+           "evals/s", "immigr.", "restarts")
 
 
 def format_status(st: dict[str, Any]) -> str:
@@ -39,7 +39,8 @@ def format_status(st: dict[str, Any]) -> str:
                      str(r.get("generation", "-")), str(r.get("evals", "-")),
                      str(r.get("env_steps", "-")), _num(r.get("best_so_far")),
                      _num(r.get("fitness_max")), _num(r.get("fitness_mean")),
-                     _num(r.get("evals_per_s"), ".0f"), str(r.get("immigrants", "-"))))
+                     _num(r.get("evals_per_s"), ".0f"), str(r.get("immigrants", "-")),
+                     str(r.get("restarts", "-"))))
     widths = [max([len(c)] + [len(row[j]) for row in rows]) for j, c in enumerate(COLUMNS)]
     lines = []
     env = st.get("env") or "?"

@@ -15,7 +15,8 @@ def _result(i, gen, fit, strategy):
                        env_steps=100 * gen, frames=100 * gen, fitness_max=fit,
                        fitness_mean=fit / 2, best_so_far=fit, immigrants=gen // 2,
                        immigrants_new=0, rejected=0, call_s=0.1, evals_per_s=123.4,
-                       steps_per_s=1000.0, island_wall_s=1.0, obs_count=0.0)
+                       steps_per_s=1000.0, island_wall_s=1.0, obs_count=0.0,
+                       restarts=gen // 3)
     return EvolveResult(report=rep,
                         emigrants=Emigrants(np.full((1, 3), float(i)), np.array([fit]), i, gen))
 
@@ -37,7 +38,7 @@ def test_status_table_from_a_coordinator(ray_session):
         lines = format_status(st).splitlines()
         assert lines[0] == "env CartPole-v1: 2 island(s) reporting"
         assert lines[2].split() == ["00", "cmaes", "4", "32", "400", "25.0", "25.0", "12.5",
-                                    "123", "2"]
+                                    "123", "2", "1"]
         assert lines[3].split()[:3] == ["01", "ga", "2"]
         assert lines[4] == "hall of fame: 35.50 from island 01 at generation 2"
         assert lines[5].startswith("migration: 3 reports")
