@@ -334,14 +334,19 @@ def test_unplaceable_request_fails_fast_and_creates_nothing(ray_session, tmp_pat
     assert cluster_nodes()  # Ray is still fine
 
 
-def test_screen_rejects_a_hopeless_candidate_and_passes_a_good_one_to_the_full_test():
-    from islands.evaluate import screened_test
+def test_sequential_test_stops_a_hopeless_candidate_and_runs_a_good_one_in_full():
+    from islands.evaluate import screened_test, test_genome
 
     cfg = cfg_of(islands=1, max_episode_steps=500)
     spec = cfg.eval_spec().replace(episodes=100)
     zero = np.zeros(_core(cfg).dim)  # always pushes left: falls within ~10 steps
     res = screened_test(spec, zero, None, seed=2**30, target=475.0)
     assert res["screened_out"] and res["episodes"] == 20 and res["mean"] < 20
-    res = screened_test(spec, zero, None, seed=2**30, target=5.0)  # passes the screen
+    res = screened_test(spec, zero, None, seed=2**30, target=5.0)  # never clearly below
     assert not res.get("screened_out") and res["episodes"] == 100
-    assert res["screen"]["episodes"] == 20
+    # the full test is its five chunks of 20 episodes, chunk k on seed 2**30 + k
+    chunks = [test_genome(spec.replace(episodes=20), zero, None, 2**30 + k) for k in range(5)]
+    assert res["mean"] == pytest.approx(np.mean([c["mean"] for c in chunks]))
+    assert res["env_steps"] == sum(c["env_steps"] for c in chunks)
+    # no target: one plain test, as the final test of the hall of fame runs
+    assert screened_test(spec, zero, None, seed=2**30, target=None)["episodes"] == 100
