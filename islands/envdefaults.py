@@ -9,7 +9,7 @@ env                       strategy   policy  hidden    popsize  sigma  episodes 
 CartPole-v1               cmaes      mlp     (8,)      16       0.5    2         500    off   475
 LunarLander-v3            cmaes      mlp     (16,)     24       0.5    6         1000   off   200
 LunarLanderContinuous-v3  cmaes      mlp     (16,)     24       0.5    6         1000   off   200
-BipedalWalker-v3          cmaes      mlp     ()        24       0.5    2         1600   on    300
+BipedalWalker-v3          cmaes      mlp     ()        48       0.5    1         1600   on    300
 Pong-v5                   openai-es  cnn     (32,)     64       0.02   1         27000  off   0
 Humanoid-v5               openai-es  mlp     (64, 64)  256      0.02   1         1000   on    6000
 (any other id)            cmaes      mlp     (32,)     (auto)   0.5    3         (env)  on    (none)
@@ -30,22 +30,31 @@ Why these values:
   timing depends on which island finishes first.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, as Mania et al. (2018, ARS) found linear
-  policies enough for it. The previous row (sep-CMA-ES, 24-40-40-4 = 2,804 parameters,
-  popsize 64, sigma 0.1, 1 episode) stalled at a training best of 27.8 after 900 s on 2
-  islands (it learned to stand still); the linear row, same machine, ``--islands 2 --seed
-  1``: training best 300 at 751 s, a 100-episode test mean of 301.0 at 821 s, 23,280
-  episodes. Not yet robust: the same defaults with seeds 0 / 2 / 3 reached training bests
-  of 235 / 260 / 241 in 1,800 / 1,800 / 1,565 s (84K / 55K / 44K episodes; hall-of-fame
-  tests 150 and 221), unsolved (``benchmarks/time_to_solve.py --env BipedalWalker-v3
-  --seeds 0,2,3 -- --time-budget 1800``). One episode per evaluation (``--episodes 1``,
-  seed 0, same 1,800 s) doubled the generation rate and reached a training best of 255
-  within 3 minutes (2 episodes: 235 after 30), then 291.5 at 1,800 s, test mean 230.6 +-
-  107 over 100 episodes, 67K episodes: better, still unsolved, one seed -- not yet the
-  default; seed 2 with ``--episodes 1`` (3,600 s, half of it beside CI runs) reached a
-  training best of 256 whose genome tested at -21 +- 92 (84K episodes): one episode lets
-  the hall of fame keep lucky genomes. Observation
-  normalization is what makes a linear map work here: the raw observations range over very
-  different scales (lidar in [0, 1], speeds, angles).
+  policies enough for it; observation normalization is what makes a linear map work (the
+  raw observations range over very different scales: lidar in [0, 1], speeds, angles).
+  Popsize 48 with one episode per evaluation, after probes on seed 0 (one island on one
+  CPU each, two probes at a time; population mean fitness after N training episodes):
+
+  ==============================  ===========  ===========  ===========================
+  probe                           5K episodes  10K          at the end
+  ==============================  ===========  ===========  ===========================
+  popsize 24, 4 episodes          -104         -97          -1 at 14.8K (stopped)
+  24-16-4 MLP, popsize 24, 2 ep.  -75          -14          -3 at 13.2K (stopped)
+  popsize 96, 1 episode           96           ~150         170 at 10.3K (1,800 s; hall
+                                                            of fame tests 205 +- 24)
+  popsize 48, 1 episode           98           -            141 at 6.2K (stopped)
+  ==============================  ===========  ===========  ===========================
+
+  The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
+  test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
+  235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
+  episode is a noisy fitness, and averaging over more samples (a larger population) beat
+  averaging more episodes per sample, as ES theory on noisy fitness suggests (D. V. Arnold
+  and H.-G. Beyer 2006, "A general noise model and its effects on evolution strategy
+  performance", IEEE TEC 10(4)). A lucky one-episode genome does not pass for a solution:
+  candidates are re-evaluated on 10 episodes and tested on 100 (``islands.candidates``).
+  The previous-but-one row (sep-CMA-ES, 24-40-40-4, popsize 64, sigma 0.1) stalled at 27.8
+  after 900 s (it learned to stand still).
 - The big networks use diagonal / first-order strategies (sep-CMA-ES, OpenAI-ES) whose cost
   is O(D); they need observation normalization for the same reason.
 - Pong's target is the research plan's "better than random" (> 0); CNN pixels are not
@@ -74,7 +83,7 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
         strategy="cmaes", policy="mlp", hidden=(16,), popsize=24, sigma=0.5, episodes=6,
         max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000),
     "BipedalWalker-v3": dict(
-        strategy="cmaes", policy="mlp", hidden=(), popsize=24, sigma=0.5, episodes=2,
+        strategy="cmaes", policy="mlp", hidden=(), popsize=48, sigma=0.5, episodes=1,
         max_episode_steps=1600, obs_norm=True, target=300.0, generations=20000),
     "Pong-v5": dict(
         strategy="openai-es", policy="cnn", hidden=(32,), popsize=64, sigma=0.02, episodes=1,
