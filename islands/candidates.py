@@ -76,6 +76,10 @@ class CandidateQueue:
                     result.obs_stats, o.kind, dict(found_at or {}), o.confirmed,
                     o.confirmed_se)
 
+    def full(self) -> bool:
+        """A candidate of every kind is waiting."""
+        return all(c is not None for c in self.best.values())
+
     def next(self) -> Candidate | None:
         """The next candidate to test (removed from the queue), or None."""
         start = (KINDS.index(self._last) + 1) % len(KINDS)

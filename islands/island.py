@@ -194,8 +194,11 @@ class IslandCore:
 
     # ---- evolution -------------------------------------------------------------------
     def evolve(self, k: int = 1, immigrants: list[Emigrants] | None = None,
-               obs_stats: dict[str, Any] | None = None) -> EvolveResult:
-        """Run ``k`` generations (see the module docstring)."""
+               obs_stats: dict[str, Any] | None = None, want_offers: bool = True
+               ) -> EvolveResult:
+        """Run ``k`` generations (see the module docstring). ``want_offers`` False: the run
+        has candidates waiting for the tester, so no re-evaluation for an offer this call
+        (its episodes would be spent on a genome the queue has no room for)."""
         t_call = time.perf_counter()
         self.set_obs_stats(obs_stats)
         accepted = self.accept(immigrants)
@@ -208,7 +211,7 @@ class IslandCore:
             if self.spec.slowdown_s > 0:  # debug option: make this island slow on purpose
                 time.sleep(self.spec.slowdown_s)
         self.calls += 1
-        offers = self._offers(elite)
+        offers = self._offers(elite) if want_offers else []
         report = self._report(accepted, time.perf_counter() - t_call, evals0, steps0)
         self.maybe_checkpoint()
         stats = self.evaluator.obs_stats

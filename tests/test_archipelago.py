@@ -193,6 +193,10 @@ def test_offers_are_re_evaluated_on_fresh_episodes_without_touching_training():
         assert b.report.confirmations == 2 and a.report.confirmations == 0
         assert b.report.episodes == a.report.episodes + 2 * 4
         assert b.report.env_steps > a.report.env_steps
+        # the run has no room for an offer: no re-evaluation, no episodes spent on one
+        d = confirming.evolve(1, want_offers=False)
+        assert d.offers == [] and d.report.confirmations == 2
+        assert d.report.episodes == b.report.episodes + confirming.strategy.popsize
         # fresh episodes: a CartPole policy's returns differ from episode to episode, so the
         # sample's re-evaluation is not its training fitness
         c = confirming.evolve(1).offers

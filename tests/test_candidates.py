@@ -32,7 +32,9 @@ def test_queue_keeps_the_best_per_kind_above_the_target_and_alternates_center_fi
     q.offer(0, _result(0, 2, [12.0], center=-2))
     q.offer(1, _result(1, 2, [11.0], center=-3))  # worse than the queued ones: ignored
     q.offer(1, _result(1, 3, [15.0]))  # no center came: only the sample improves
+    assert q.full()  # a candidate of each kind waits: the run asks islands for no offers
     first, second = q.next(), q.next()
+    assert not q.full()
     assert (first.kind, first.island, first.fitness, first.params[0]) == ("center", 0, 12, -2)
     assert (second.kind, second.island, second.fitness) == ("sample", 1, 15)
     assert q.next() is None

@@ -97,8 +97,9 @@ class IslandActor:
             self.metrics[spec.index] = IslandMetrics(spec.index, spec.strategy,
                                                      eval_spec.env_id)
 
-    def evolve(self, i: int, k: int = 1, immigrants=None, obs_stats=None) -> EvolveResult:
-        out = self.cores[i].evolve(k, immigrants, obs_stats)
+    def evolve(self, i: int, k: int = 1, immigrants=None, obs_stats=None,
+               want_offers: bool = True) -> EvolveResult:
+        out = self.cores[i].evolve(k, immigrants, obs_stats, want_offers)
         self.metrics[i].record(out.report, int(k))  # Ray metrics (runtime.metrics)
         return out
 
@@ -119,8 +120,8 @@ class IslandRef:
     def __init__(self, actor, index: int) -> None:
         self.actor, self.index = actor, index
 
-    def evolve(self, k: int = 1, immigrants=None, obs_stats=None):
-        return self.actor.evolve.remote(self.index, k, immigrants, obs_stats)
+    def evolve(self, k: int = 1, immigrants=None, obs_stats=None, want_offers: bool = True):
+        return self.actor.evolve.remote(self.index, k, immigrants, obs_stats, want_offers)
 
     def checkpoint(self):
         return self.actor.checkpoint.remote(self.index)

@@ -31,6 +31,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,8 @@ class IslandCalls:
         self.failures = [0] * n  # consecutive lost calls per island
         self.lost = [0] * n  # calls lost to a dead/restarting actor, per island
         self.alive = [True] * n
+        # whether the run wants candidate offers now (RunLoop: the tester's queue has room)
+        self.wants_offers: Callable[[], bool] = lambda: True
 
     @staticmethod
     def _empty() -> dict[str, Any]:
@@ -83,7 +86,8 @@ class IslandCalls:
         """Island ``i``'s next call, with its inbox (or the given arguments again)."""
         if args is None:
             box, self.inbox[i] = self.inbox[i], self._empty()
-            args = (self.k, box["immigrants"] or None, box["obs_stats"])
+            args = (self.k, box["immigrants"] or None, box["obs_stats"],
+                    self.wants_offers())
         self.sent[i] = args
         self.pending[self.handles[i].evolve(*args)] = i
 
@@ -197,6 +201,7 @@ class RunLoop:
                 self.latest[info.island] = {"generation": info.generation, **info.counters}
         self._totals = self._sum_latest()
         self.calls = IslandCalls(arch.islands, self.cfg.gens_per_call, self.cfg.max_restarts)
+        self.calls.wants_offers = self._wants_offers
         self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
         self.hof.update(vars(ray.get(arch.coordinator.hof_summary.remote())))  # resumed
@@ -321,6 +326,14 @@ class RunLoop:
     def on_test_result(self) -> None:
         res, self.test_ref = ray.get(self.test_ref), None
         self.passed = self._record_test(self.test_cand, res)
+
+    def _wants_offers(self) -> bool:
+        """Islands re-evaluate candidates for an offer only while the queue has room: with
+        a test running and a candidate of every kind waiting, an offer's re-evaluation
+        (2 genomes x --confirm-episodes, on the island's CPU) would mostly be discarded.
+        BipedalWalker with the population at the target: an offer nearly every generation,
+        20 episodes beside a generation of 48."""
+        return not self.passed and not (self.test_ref is not None and self.queue.full())
 
     def _maybe_start_test(self) -> None:
         if self.test_ref is None and not self.passed:
