@@ -45,6 +45,13 @@ Why these values:
   popsize 48, 1 episode           98           -            141 at 6.2K (stopped)
   ==============================  ===========  ===========  ===========================
 
+  The new row on 2 islands, seed 0 (``--seed 0 --time-budget 3600``, the second half
+  beside CI runs): population mean 112 / 152 / 240 / 264 / 279 after 5K / 10K / 20K / 30K
+  / 40K episodes, the first sample at 300 after 1,690 s; then 78 tests of candidates at
+  283-299.6 (the best: 299.58 +- 42, so it still falls now and then), unsolved at 3,600 s
+  (42K episodes). Those tests ran back to back beside the islands (800 CPU-seconds, 9.2M
+  env steps), which is why candidate tests are now sequential and islands stop offering
+  while the tester's queue is full (``islands.evaluate.screened_test``, ``RunLoop``).
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
