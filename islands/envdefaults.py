@@ -52,6 +52,12 @@ Why these values:
   (42K episodes). Those tests ran back to back beside the islands (800 CPU-seconds, 9.2M
   env steps), which is why candidate tests are now sequential and islands stop offering
   while the tester's queue is full (``islands.evaluate.screened_test``, ``RunLoop``).
+  Seed 1 with the new tester, alone on a quiet machine (``--seed 1 --time-budget 3600``):
+  population mean 120 / 165 / 213 / 221 after 5K / 10K / 20K / 30K episodes, then flat at
+  180-228 to the end; the first sample at 300 after 1,845 s (53K episodes); 293 tests (none
+  above 284; 308 tester CPU-seconds, 4% of the machine), unsolved at 3,600 s with 103K
+  episodes, the hall of fame's final test 203 +- 126. So the row is fast to ~220 and then
+  stalls on both seeds measured; what gets the last 80 points reliably is still open.
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
