@@ -11,6 +11,7 @@ import sys
 
 def main() -> int:
     import ray
+    from metrics_run import free_port
     from ray.cluster_utils import Cluster
 
     from islands.config import from_dict, resolve
@@ -20,8 +21,12 @@ def main() -> int:
     from islands.runtime.cluster import cluster_nodes
 
     mem = 80 * 1024**2
+    # Free ports, not Ray's fixed defaults (8265 / 52365): Cluster passes those as explicit
+    # ports, and a head cannot start beside another Ray on the machine (an islands run
+    # beside CI: "Failed to bind to 127.0.0.1:8265 because it's already occupied").
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": True, "object_store_memory": mem})
+        "num_cpus": 0, "include_dashboard": True, "object_store_memory": mem,
+        "dashboard_port": free_port(), "dashboard_agent_listen_port": free_port()})
     try:
         gpu = cluster.add_node(num_cpus=1, num_gpus=1, resources={"gpu_node": 1},
                                object_store_memory=mem)
