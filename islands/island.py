@@ -34,6 +34,7 @@ import numpy as np
 from .checkpointing import CheckpointClock, CheckpointSpec
 from .messages import CandidateOffer, Emigrants, EvolveResult, IslandInfo, IslandReport
 from .planning import IslandSpec
+from .resampling import EpisodeSchedule
 from .restarts import Restarter, RestartSettings
 from .seeds import confirm_seed, strategy_seed, train_seed
 
@@ -88,6 +89,8 @@ class IslandCore:
             RestartSettings(spec.restart, spec.restart_patience),
             base_popsize=self.strategy.popsize,
             sigma0=spec.sigma if spec.sigma is not None else self.strategy.sigma, seed=seed)
+        self.schedule = EpisodeSchedule(spec.episodes, spec.episodes_cap,
+                                        spec.restart_patience)
         self._gen_offset = 0  # generations of the strategies before the current one
         self._prev_best: tuple[np.ndarray | None, float] = (None, -np.inf)  # their best
         self._center_at_restart = None  # the ended run's center (candidates, see below)
@@ -235,10 +238,27 @@ class IslandCore:
         self.frames += int(res.frames)
         self._add_obs_delta(res)
         self._last_fitness = fit
+        self._grow_episodes(fit)
         reason = self.restarter.check(fit, self.strategy)
         if reason:
             self._restart(reason)
         return X, fit
+
+    def _grow_episodes(self, fit: np.ndarray) -> None:
+        """More episodes per evaluation when the schedule says so (islands.resampling); a
+        stagnant island resamples before it restarts, so the restarter counts afresh."""
+        n = self.schedule.update(fit)
+        if n is None:
+            return
+        self._set_episodes(n)
+        self.restarter.stagnation.reset()
+        log.info("island %d: %d episodes per evaluation from generation %d (stagnant for "
+                 "%d generations)", self.index, n, self.generation,
+                 self.schedule.stagnation.patience)
+
+    def _set_episodes(self, n: int) -> None:
+        self.evaluator.episodes = int(n)
+        self.evaluator.restart_episodes()  # the pool's lanes follow the new count
 
     def _maybe_debug_exit(self) -> None:
         # Debug option for the fault tests: the process dies mid-run, once (a restarted
@@ -324,6 +344,7 @@ class IslandCore:
             # observations behind this island's normalization (its own plus merged ones)
             obs_count=float(stats.count) if stats is not None else 0.0,
             restarts=int(self.restarter.restarts), confirmations=int(self.confirmations),
+            episodes_per_eval=int(self.schedule.episodes),
             peak_rss_mb=_peak_rss_mb())
 
     # ---- state (for checkpoints) -------------------------------------------------------
@@ -344,6 +365,7 @@ class IslandCore:
                          "rejected": self.rejected, "calls": self.calls,
                          "confirmations": self.confirmations, "held_off": self.held_off},
             "build": dict(self._build), "restarter": self.restarter.state_dict(),
+            "episode_schedule": self.schedule.state_dict(),
             "generation_offset": self._gen_offset,
             "prev_best": {"x": self._prev_best[0], "f": self._prev_best[1]},
         }
@@ -372,6 +394,12 @@ class IslandCore:
             self._build_strategy({k: build[k] for k in (*key, "x0")})
         if state.get("restarter") is not None:
             self.restarter.load_state_dict(state["restarter"])
+        # Older states have no schedule (fixed episodes); a resume that sets other
+        # --episodes than the run had starts the schedule afresh from them.
+        sched = state.get("episode_schedule")
+        if sched is not None and int(sched["base"]) == self.schedule.base:
+            self.schedule.load_state_dict(sched)
+            self._set_episodes(self.schedule.episodes)
         self._gen_offset = int(state.get("generation_offset", 0))
         prev = state.get("prev_best") or {"x": None, "f": -np.inf}
         self._prev_best = (None if prev["x"] is None else np.array(prev["x"], np.float64),

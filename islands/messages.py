@@ -62,6 +62,7 @@ class IslandReport:
     obs_count: float = 0.0  # observations behind the island's normalization (0: none)
     restarts: int = 0  # strategy restarts against stagnation (islands.restarts), cumulative
     confirmations: int = 0  # candidate genomes re-evaluated before an offer, cumulative
+    episodes_per_eval: int = 1  # now (grows where --episodes-cap lets it: islands.resampling)
     peak_rss_mb: float = 0.0  # the island process's peak resident memory so far
 
     def row(self) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class IslandSpec:
     debug_exit_after_gen: int | None = None  # debug (fault tests): exit once, there
     restart: str = "none"  # restart policy against stagnation (islands.restarts)
     restart_patience: int = DEFAULT_PATIENCE  # G, generations without improvement
+    # episodes per evaluation double on stagnation up to this (None: fixed; resampling.py)
+    episodes_cap: int | None = None
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -163,6 +165,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
                               if cfg.debug_exit_island == i else None),
         restart=str(s.get("restart", cfg.restart)),
         restart_patience=int(cfg.restart_patience),
+        episodes_cap=None if cfg.episodes_cap is None else int(cfg.episodes_cap),
     )
 
 

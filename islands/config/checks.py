@@ -17,7 +17,7 @@ _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations
              "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
              "test_max_episode_steps", "migration_interval", "obs_sync_interval",
              "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
-             "restart_patience", "islands_per_process", "wait_for_nodes")
+             "restart_patience", "episodes_cap", "islands_per_process", "wait_for_nodes")
 _NON_NEGATIVE = ("migrants", "confirm_episodes", "checkpoint_interval", "checkpoint_seconds")
 
 
@@ -52,6 +52,9 @@ def check_sizes(c: Config) -> None:
         raise ConfigError(f"--debug-exit-island must name an island below {c.islands}, "
                           f"got {c.debug_exit_island}")
     _at_least_zero(c, "gpus_per_island", zero_ok=True)
+    if c.episodes_cap is not None and c.episodes is not None and c.episodes_cap < c.episodes:
+        raise ConfigError(f"--episodes-cap ({c.episodes_cap}) must be at least --episodes "
+                          f"({c.episodes})")
     if c.popsize is not None and c.popsize < 2:
         raise ConfigError(f"--popsize must be at least 2, got {c.popsize}")
     if c.island_specs is not None and len(c.island_specs) != c.islands:

@@ -102,6 +102,10 @@ class Config:
         "for its strategy, else the strategy's own", "optfloat", metavar="S")
     episodes: int | None = _opt(None, "episodes per fitness evaluation; default: env table",
                                 "optint", metavar="N")
+    episodes_cap: int | None = _opt(
+        None, "let an island that stagnates for --restart-patience generations double its "
+        "episodes per evaluation, up to N, before it restarts (none: fixed --episodes); see "
+        "islands/resampling.py", "optint", metavar="N")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")
