@@ -1,8 +1,9 @@
 """Progress output: a live rich table on a terminal, plain log lines otherwise.
 
 One row per island (strategy, generation, best so far, mean fitness of the last generation,
-evaluations per second, immigrants received, restarts against stagnation) and a title with
-the global best, elapsed time and the latest test. When stdout is not a terminal (CI,
+evaluations per second, immigrants received, restarts against stagnation, episodes per
+evaluation, which grow under ``--episodes-cap``) and a title with the global best, elapsed
+time and the latest test. When stdout is not a terminal (CI,
 ``ray job`` logs, pipes), the same numbers are printed as one line per island every
 ``log_interval`` seconds; ``--quiet`` prints nothing but the final summary line.
 """
@@ -33,7 +34,8 @@ class Display:
         self.rows: dict[int, dict[str, Any]] = {
             s.index: {"strategy": s.strategy, "generation": 0,
                       "best_so_far": -math.inf, "fitness_mean": math.nan,
-                      "evals_per_s": 0.0, "immigrants": 0, "restarts": 0} for s in plan}
+                      "evals_per_s": 0.0, "immigrants": 0, "restarts": 0,
+                      "episodes_per_eval": s.episodes} for s in plan}
         self.status: dict[str, Any] = {}
         self._live = None
         self._last_log = time.monotonic()
@@ -62,7 +64,10 @@ class Display:
         self.rows[rep["island"]].update(
             {k: rep[k] for k in ("generation", "best_so_far", "fitness_mean", "evals_per_s",
                                  "immigrants")},
-            restarts=rep.get("restarts", 0))  # (rows of runs before restarts lack it)
+            # (rows of runs before restarts / the episode schedule lack them)
+            restarts=rep.get("restarts", 0),
+            episodes_per_eval=rep.get("episodes_per_eval", self.rows[rep["island"]]
+                                      ["episodes_per_eval"]))
         self.status = status
         if self.mode != "log":
             return
@@ -88,7 +93,7 @@ class Display:
                 f"[{t:7.1f}s]   island {i:2d} {r['strategy']:9s} gen {r['generation']:5d} "
                 f"best {_fmt(r['best_so_far']):>8s} mean {_fmt(r['fitness_mean']):>8s} "
                 f"evals/s {r['evals_per_s']:7.1f} immigrants {r['immigrants']} "
-                f"restarts {r['restarts']}")
+                f"restarts {r['restarts']} ep/eval {r['episodes_per_eval']}")
         return out
 
     def message(self, text: str) -> None:
@@ -111,10 +116,11 @@ class Display:
         table = Table(title=f"{self.env}  {t:.0f}s  global best {_fmt(self._global_best())}"
                       f"{tgt}{last}")
         for col in ("island", "strategy", "generation", "best", "mean", "evals/s",
-                    "immigrants", "restarts"):
+                    "immigrants", "restarts", "ep/eval"):
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for i, r in sorted(self.rows.items()):
             table.add_row(str(i), r["strategy"], str(r["generation"]), _fmt(r["best_so_far"]),
                           _fmt(r["fitness_mean"]), f"{r['evals_per_s']:.0f}",
-                          str(r["immigrants"]), str(r["restarts"]))
+                          str(r["immigrants"]), str(r["restarts"]),
+                          str(r["episodes_per_eval"]))
         return table

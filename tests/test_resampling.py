@@ -4,11 +4,14 @@ alone) that doubles its episodes, resamples before it restarts, and resumes iden
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
 from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
+from islands.display import Display
 from islands.island import IslandCore
 from islands.planning import plan_islands
 from islands.resampling import EpisodeSchedule
@@ -129,3 +132,15 @@ def test_the_plan_carries_the_cap_to_every_island():
     cfg = resolve(parse_args(["--islands", "3", "--episodes-cap", "8"]), check_env=False)
     assert {s.episodes_cap for s in plan_islands(cfg, [3.0])} == {8}
     assert resolve(parse_args([]), check_env=False).episodes_cap is None
+
+
+def test_the_progress_lines_show_each_islands_episodes_per_evaluation():
+    cfg = _cfg(islands=2, episodes=2, episodes_cap=8)
+    out = io.StringIO()
+    d = Display(plan_islands(cfg, [2.0]), cfg.env, stream=out, log_interval=0)
+    d.update({"island": 1, "generation": 3, "best_so_far": 1.0, "fitness_mean": 0.5,
+              "evals_per_s": 2.0, "immigrants": 0, "restarts": 0, "episodes_per_eval": 4},
+             {"elapsed": 1.0})
+    lines = out.getvalue().splitlines()
+    assert lines[1].endswith("restarts 0 ep/eval 2")  # island 0: the base, nothing reported
+    assert lines[2].endswith("restarts 0 ep/eval 4")
