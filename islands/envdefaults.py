@@ -58,6 +58,14 @@ Why these values:
   above 284; 308 tester CPU-seconds, 4% of the machine), unsolved at 3,600 s with 103K
   episodes, the hall of fame's final test 203 +- 126. So the row is fast to ~220 and then
   stalls on both seeds measured; what gets the last 80 points reliably is still open.
+  The same seed 1 again (``--seed 1 --episodes-cap 4 --restart hof --time-budget 3600``,
+  quiet; neither option acted within the hour, so this is the row as it stands): population
+  means 109 / 189 / 245 / 245 at 5K / 10K / 20K / 30K episodes on island 0, island 1 at 297
+  by 3,300 s; unsolved at 3,600 s (71K episodes), final test **297.7 +- 3.9** -- a walker
+  that no longer falls. Resumed for 1,800 s more beside a CI run: tests up to 299.4, final
+  test 299.3 +- 3.0 at 5,400 s (82K episodes), still unsolved. Runs of one seed differ this
+  much because migration timing differs; three runs of the row so far: plateaus at 220,
+  279 and 299.
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
