@@ -60,7 +60,8 @@ Why these values:
   stalls on both seeds measured; what gets the last 80 points reliably is still open.
   The same seed 1 again (``--seed 1 --episodes-cap 4 --restart hof --time-budget 3600``,
   quiet; neither option acted within the hour, so this is the row as it stands): population
-  means 109 / 189 / 245 / 245 at 5K / 10K / 20K / 30K episodes on island 0, island 1 at 297
+  means 109 / 189 / 245 / 245 on island 0 after 5K / 10K / 20K / 30K episodes of both
+  islands together, island 1 at 297
   by 3,300 s; unsolved at 3,600 s (71K episodes), final test **297.7 +- 3.9** -- a walker
   that no longer falls. Resumed for 1,800 s more beside a CI run: tests up to 299.4, final
   test 299.3 +- 3.0 at 5,400 s (82K episodes), still unsolved. Runs of one seed differ this
