@@ -8,11 +8,11 @@ import io
 
 import numpy as np
 import pytest
+from island_core import island, island_cfg, row
 
 from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
 from islands.display import Display
-from islands.island import IslandCore
 from islands.planning import plan_islands
 from islands.resampling import EpisodeSchedule
 
@@ -52,36 +52,15 @@ def test_the_schedule_state_round_trip_continues_identically():
 
 
 # ---- an island ---------------------------------------------------------------------------
-def _cfg(**kw):
-    return resolve(parse_args([
-        "--env", "CartPole-v1", "--islands", "1", "--strategy", "cmaes", "--popsize", "8",
-        "--episodes", "1", "--max-episode-steps", "100", "--target", "none",
-        "--backend", "gymnasium", *sum(([f"--{k.replace('_', '-')}", str(v)]
-                                        for k, v in kw.items()), [])]))
-
-
-def _island(cfg, checkpoint=None) -> IslandCore:
-    return IslandCore(plan_islands(cfg, [2.0])[0], cfg.eval_spec(), run_seed=cfg.seed,
-                      checkpoint=checkpoint)
-
-
-def _row(core: IslandCore) -> dict:
-    row = core.evolve(1).report.row()
-    # timings, and the process's memory (both islands live in this one process)
-    for key in ("call_s", "evals_per_s", "steps_per_s", "island_wall_s", "peak_rss_mb"):
-        row.pop(key)
-    return row
-
-
 def test_a_stagnant_island_doubles_its_episodes_then_restarts_and_resumes_identically(
         tmp_path):
-    cfg = _cfg(episodes_cap=4, restart="hof", restart_patience=1)
+    cfg = island_cfg(episodes_cap=4, restart="hof", restart_patience=1)
     ck = str(tmp_path / "ck")
-    a = _island(cfg, CheckpointSpec(ck, interval=1))
+    a = island(cfg, CheckpointSpec(ck, interval=1))
     try:
-        rows = [_row(a)]
+        rows = [row(a)]
         while rows[-1]["restarts"] == 0 and len(rows) < 60:
-            rows.append(_row(a))
+            rows.append(row(a))
         per_eval = [r["episodes_per_eval"] for r in rows]
         # resampling first (1 -> 2 -> 4), and only at the cap a restart
         assert per_eval[0] == 1 and per_eval[-1] == 4 and sorted(per_eval) == per_eval
@@ -90,14 +69,14 @@ def test_a_stagnant_island_doubles_its_episodes_then_restarts_and_resumes_identi
         first4 = per_eval.index(4)
         assert all(r["restarts"] == 0 for r in rows[:first4 + 1])
         # the episodes counted are the evaluations' (popsize 8 x 4 episodes per generation)
-        rows.append(_row(a))
+        rows.append(row(a))
         assert rows[-1]["episodes"] - rows[-2]["episodes"] == 8 * 4
         assert rows[-1]["episodes_per_eval"] == 4  # a restart keeps the resampling
-        b = _island(cfg, CheckpointSpec(ck, load=True))
+        b = island(cfg, CheckpointSpec(ck, load=True))
         try:
             assert b.schedule.episodes == 4 and b.evaluator.episodes == 4
             for _ in range(3):
-                assert _row(a) == _row(b)
+                assert row(a) == row(b)
         finally:
             b.close()
     finally:
@@ -105,11 +84,11 @@ def test_a_stagnant_island_doubles_its_episodes_then_restarts_and_resumes_identi
 
 
 def test_without_a_cap_episodes_stay_fixed_and_restarts_come_at_patience():
-    a = _island(_cfg(restart="hof", restart_patience=1))
+    a = island(island_cfg(restart="hof", restart_patience=1))
     try:
-        rows = [_row(a)]
+        rows = [row(a)]
         while rows[-1]["restarts"] == 0 and len(rows) < 30:
-            rows.append(_row(a))
+            rows.append(row(a))
         assert rows[-1]["restarts"] == 1
         assert {r["episodes_per_eval"] for r in rows} == {1}
         assert a.evaluator.episodes == 1
@@ -135,7 +114,7 @@ def test_the_plan_carries_the_cap_to_every_island():
 
 
 def test_the_progress_lines_show_each_islands_episodes_per_evaluation():
-    cfg = _cfg(islands=2, episodes=2, episodes_cap=8)
+    cfg = island_cfg(islands=2, episodes=2, episodes_cap=8)
     out = io.StringIO()
     d = Display(plan_islands(cfg, [2.0]), cfg.env, stream=out, log_interval=0)
     d.update({"island": 1, "generation": 3, "best_so_far": 1.0, "fitness_mean": 0.5,

@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from island_core import island, island_cfg, row
 
 from islands import plainstate
 from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
-from islands.island import IslandCore
 from islands.messages import Emigrants
 from islands.planning import plan_islands
 from islands.restarts import (
@@ -221,52 +221,30 @@ def test_restarter_state_round_trip_continues_identically():
 
 
 # ---- an island that restarts -------------------------------------------------------------
-def _island_cfg(**kw):
-    return resolve(parse_args([
-        "--env", "CartPole-v1", "--islands", "1", "--strategy", "cmaes", "--popsize", "8",
-        "--episodes", "1", "--max-episode-steps", "100", "--target", "none",
-        "--backend", "gymnasium", *sum(([f"--{k.replace('_', '-')}", str(v)]
-                                        for k, v in kw.items()), [])]))
-
-
-def _island(cfg, checkpoint=None) -> IslandCore:
-    return IslandCore(plan_islands(cfg, [2.0])[0], cfg.eval_spec(), run_seed=cfg.seed,
-                      checkpoint=checkpoint)
-
-
-def _row(core: IslandCore) -> dict:
-    row = core.evolve(1).report.row()
-    # timings, and the process's peak memory: both islands live in this one process, so
-    # the second sees the first's peak (equal only when an earlier test set a higher one)
-    for key in ("call_s", "evals_per_s", "steps_per_s", "island_wall_s", "peak_rss_mb"):
-        row.pop(key)
-    return row
-
-
 def test_an_island_restart_keeps_its_generation_and_best_and_resumes_identically(tmp_path):
-    cfg = _island_cfg(restart="ipop", restart_patience=1)
+    cfg = island_cfg(restart="ipop", restart_patience=1)
     ck = str(tmp_path / "ck")
-    a = _island(cfg, CheckpointSpec(ck, interval=1))
+    a = island(cfg, CheckpointSpec(ck, interval=1))
     try:
-        rows = [_row(a)]
+        rows = [row(a)]
         while rows[-1]["restarts"] == 0 and len(rows) < 30:
-            rows.append(_row(a))
+            rows.append(row(a))
         assert rows[-1]["restarts"] == 1, rows[-1]
         assert a.strategy.popsize == 16 and a.strategy.generation == 0  # IPOP: doubled
-        rows += [_row(a), _row(a)]
+        rows += [row(a), row(a)]
         assert rows[-2]["evals"] - rows[-3]["evals"] == 16
         gens = [r["generation"] for r in rows]
         assert gens == list(range(1, len(rows) + 1))  # one island count across the restart
         best = [r["best_so_far"] for r in rows]
         assert best == sorted(best)  # never decreases
         # resume from the checkpoint written after the last call
-        b = _island(cfg, CheckpointSpec(ck, load=True))
+        b = island(cfg, CheckpointSpec(ck, load=True))
         try:
             assert b.restored_generation == a.generation
             assert b.strategy.popsize == a.strategy.popsize >= 16
             assert b.restarter.restarts == a.restarter.restarts >= 1
             for _ in range(3):
-                assert _row(a) == _row(b)
+                assert row(a) == row(b)
             np.testing.assert_array_equal(a.strategy.center, b.strategy.center)
         finally:
             b.close()
@@ -275,7 +253,7 @@ def test_an_island_restart_keeps_its_generation_and_best_and_resumes_identically
 
 
 def test_a_hof_restart_centers_the_island_on_its_best_genome():
-    a = _island(_island_cfg(restart="hof", restart_patience=1))
+    a = island(island_cfg(restart="hof", restart_patience=1))
     try:
         for _ in range(30):
             if a.restarter.restarts:
@@ -291,7 +269,7 @@ def test_a_hof_restart_centers_the_island_on_its_best_genome():
 
 
 def test_a_fresh_ipop_start_keeps_migrants_out_for_patience_generations():
-    a = _island(_island_cfg(restart="ipop", restart_patience=2))
+    a = island(island_cfg(restart="ipop", restart_patience=2))
     try:
         migrant = Emigrants(np.full((1, a.dim), 0.3), np.array([1e6]), source=1)
         assert a.evolve(1, [migrant]).report.immigrants_new == 1  # the first run takes them
