@@ -30,7 +30,7 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
     args = ("job", "submit", "--address", head["dashboard"], "--working-dir", ".", "--no-wait",
             "--", "python", "-m", "islands.launch", "--address", "auto", "--islands", "2",
             "--env", "CartPole-v1", "--popsize", "12", "--episodes", "1",
-            "--max-episode-steps", "200", "--time-budget", "60", "--target", "none",
+            "--max-episode-steps", "200", "--time-budget", "30", "--target", "none",
             "--test-episodes", "10", "--out", str(out))
     submit = ray_cli(*args)
     deadline = time.monotonic() + 120
