@@ -67,6 +67,12 @@ Why these values:
   test 299.3 +- 3.0 at 5,400 s (82K episodes), still unsolved. Runs of one seed differ this
   much because migration timing differs; three runs of the row so far: plateaus at 220,
   279 and 299.
+  Seed 2 (``--seed 2 --episodes-cap 4 --restart-patience 20 --time-budget 3600``; neither
+  the schedule nor a restart acted, so again the row as it stands) **solved**: population
+  means ~115 / ~250 after 5K / 10K episodes (then 225-255), a sample at 300.6 at 19.2K
+  episodes (19.2K evaluations, 19.0M env steps), its test 300.7 +- 1.4 -- 2,751 s of wall,
+  but beside a CI run and test runs for ~45 of its 46 minutes (2-3 evaluations/s per
+  island instead of 6-11 on a quiet machine). Two tests in all (17.7 tester CPU-seconds).
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
