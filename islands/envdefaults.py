@@ -73,6 +73,11 @@ Why these values:
   episodes (19.2K evaluations, 19.0M env steps), its test 300.7 +- 1.4 -- 2,751 s of wall,
   but beside a CI run and test runs for ~45 of its 46 minutes (2-3 evaluations/s per
   island instead of 6-11 on a quiet machine). Two tests in all (17.7 tester CPU-seconds).
+  Seed 3 (``--seed 3 --time-budget 3600``, beside a CI run for its first 26 minutes):
+  population means 76-95 / 157-184 / 190-222 / 210-230 after 5K / 10K / 20K / 30K
+  episodes, training best 272.6, unsolved at 3,600 s (32.8K episodes), final test 229.8
+  +- 85 (it still falls). So the row solved 1 of 4 seeds within the hour (seed 2, at 19.2K
+  episodes); the others reach 230-299 and stay there.
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
