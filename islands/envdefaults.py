@@ -61,12 +61,10 @@ Why these values:
   The same seed 1 again (``--seed 1 --episodes-cap 4 --restart hof --time-budget 3600``,
   quiet; neither option acted within the hour, so this is the row as it stands): population
   means 109 / 189 / 245 / 245 on island 0 after 5K / 10K / 20K / 30K episodes of both
-  islands together, island 1 at 297
-  by 3,300 s; unsolved at 3,600 s (71K episodes), final test **297.7 +- 3.9** -- a walker
-  that no longer falls. Resumed for 1,800 s more beside a CI run: tests up to 299.4, final
-  test 299.3 +- 3.0 at 5,400 s (82K episodes), still unsolved. Runs of one seed differ this
-  much because migration timing differs; three runs of the row so far: plateaus at 220,
-  279 and 299.
+  islands together, island 1 at 297 by 3,300 s; unsolved at 3,600 s (71K episodes), final
+  test **297.7 +- 3.9** -- a walker that no longer falls. Resumed for 1,800 s more beside a
+  CI run: tests up to 299.4, final test 299.3 +- 3.0 at 5,400 s (82K episodes), still
+  unsolved. Runs of one seed differ this much because migration timing differs.
   Seed 2 (``--seed 2 --episodes-cap 4 --restart-patience 20 --time-budget 3600``; neither
   the schedule nor a restart acted, so again the row as it stands) **solved**: population
   means ~115 / ~250 after 5K / 10K episodes (then 225-255), a sample at 300.6 at 19.2K
