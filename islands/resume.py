@@ -11,7 +11,8 @@ from .planning import IslandSpec
 
 def check_resume(cfg: Config, plan: list[IslandSpec] | None = None) -> None:
     """ConfigError (one line) unless the checkpoints of the run in ``cfg.out`` can be loaded
-    and belong to this config (island count, strategies)."""
+    and belong to this config (island count, strategies, the policy's parameter count).
+    Called before Ray starts (without ``plan``) and again once the islands are planned."""
     from .storage import COORDINATOR_FILE, Storage, island_file
 
     st = Storage(cfg.checkpoint_uri)
@@ -26,9 +27,15 @@ def check_resume(cfg: Config, plan: list[IslandSpec] | None = None) -> None:
                               or int(coord.get("n", -1)) != cfg.islands):
         raise ConfigError(f"--resume: {st.path(COORDINATOR_FILE)} is for "
                           f"{coord.get('n')} islands, the config has {cfg.islands}")
+    dim = policy_dim(cfg)
     for i, s in enumerate(isl):
         if s is None:
             continue
+        if dim is not None and s.get("dim") is not None and int(s["dim"]) != dim:
+            raise ConfigError(
+                f"--resume: checkpoint {st.path(island_file(i))} does not fit island {i}: "
+                f"it holds {int(s['dim']):,} parameters, this config's policy has {dim:,} "
+                "(leave --policy / --hidden as the run had them)")
         name = (s.get("strategy") or {}).get("name") if isinstance(s.get("strategy"),
                                                                    dict) else None
         want = plan[i].strategy if plan else None
@@ -36,6 +43,20 @@ def check_resume(cfg: Config, plan: list[IslandSpec] | None = None) -> None:
                 want is not None and name != want):
             raise ConfigError(f"--resume: {st.path(island_file(i))} does not match island "
                               f"{i} of the config (strategy {name!r}, expected {want!r})")
+
+
+def policy_dim(cfg: Config) -> int | None:
+    """Parameters of the policy ``cfg`` builds, from the env's spaces alone (no evaluator,
+    no Ray); None where the spaces cannot be read here (the islands check it then)."""
+    import policies
+    from envs.spaces import env_spaces
+
+    spec = cfg.eval_spec()
+    try:
+        obs, action = env_spaces(spec.env_id, spec.backend, spec.env_kwargs, spec.env_module)
+        return int(policies.make(spec.policy, obs, action, **spec.policy_options).num_params)
+    except Exception:  # an env that only builds on the cluster: leave it to the islands
+        return None
 
 
 def prior_rows(out: str) -> list[dict[str, Any]]:

@@ -194,3 +194,29 @@ def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
     last = bad.stderr.strip().splitlines()[-1]
     assert "does not fit island 0" in last and "Traceback" not in bad.stderr, last
     assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+
+
+def test_a_resume_whose_policy_no_longer_fits_is_refused_before_ray_starts(tmp_path):
+    """check_resume compares the policy's parameter count with the islands' checkpoints
+    from the env's spaces alone, so a wrong --hidden is a one-line error at once instead of
+    after Ray and the island actors have started (~15 s)."""
+    import dataclasses
+
+    from island_core import island, island_cfg
+
+    from islands.checkpointing import CheckpointSpec
+    from islands.config import ConfigError, resolve
+    from islands.resume import check_resume
+
+    cfg = resolve(dataclasses.replace(island_cfg(hidden="8"), out=str(tmp_path / "run")))
+    core = island(cfg, CheckpointSpec(cfg.checkpoint_uri, interval=1))
+    core.evolve(1)
+    core.close()
+    check_resume(cfg)  # the run's own config fits
+    other = resolve(dataclasses.replace(cfg, hidden=(4,)))
+    with pytest.raises(ConfigError) as e:
+        check_resume(other)
+    msg = str(e.value)
+    # CartPole: 4 obs -> 8 -> 2 logits is 58 parameters; 4 -> 4 -> 2 is 30
+    assert "does not fit island 0" in msg and "58 parameters" in msg and "has 30" in msg, msg
+    assert "\n" not in msg
