@@ -36,7 +36,7 @@ from .messages import CandidateOffer, Emigrants, EvolveResult, IslandInfo, Islan
 from .planning import IslandSpec
 from .resampling import EpisodeSchedule
 from .restarts import Restarter, RestartSettings
-from .seeds import confirm_seed, strategy_seed, train_seed
+from .seeds import confirm_seed, probe_seed, strategy_seed, train_seed
 
 log = logging.getLogger("islands.island")
 
@@ -78,8 +78,9 @@ class IslandCore:
         self.device, self.num_threads = device, int(num_threads)
         self.evaluator = evaluator or eval_spec.replace(episodes=spec.episodes).build(
             num_threads=self.num_threads, device=device)
-        # candidates' re-evaluations: built at the first one (None without an eval_spec)
-        self._eval_spec, self._confirmer = eval_spec, None
+        # re-evaluations (candidates, ranking probes): an evaluator per episode count, built
+        # at its first use (none without an eval_spec)
+        self._eval_spec, self._reevaluators = eval_spec, {}
         self.confirmations = 0
         self.dim = int(self.evaluator.num_params)
         seed = strategy_seed(self.run_seed, self.index)
@@ -226,11 +227,20 @@ class IslandCore:
             obs_stats=None if stats is None else stats.state_dict())
 
     def _generation(self) -> tuple[np.ndarray, np.ndarray]:
-        """ask -> evaluate -> tell once; the population and its fitness."""
+        """ask -> evaluate -> tell once; the population and its fitness. A probe generation
+        (``schedule.probe_due``) is evaluated again on as many fresh episodes, and the
+        strategy is told the mean of both (islands.resampling)."""
         X = self.strategy.ask()
+        probe = self.schedule.probe_due(self.generation) and self._eval_spec is not None
         res = self.evaluator.evaluate(
             X, seed=train_seed(self.run_seed, self.index, self.generation))
         fit = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+        halves = None
+        if probe:
+            R = self._reevaluate(X, self.schedule.episodes,
+                                 probe_seed(self.run_seed, self.index, self.generation))
+            halves = (fit, R.mean(axis=1))
+            fit = (fit + halves[1]) / 2
         self.strategy.tell(fit)
         self.evals += len(fit)
         self.episodes += int(np.size(res.returns))
@@ -238,23 +248,22 @@ class IslandCore:
         self.frames += int(res.frames)
         self._add_obs_delta(res)
         self._last_fitness = fit
-        self._grow_episodes(fit)
+        self._grow_episodes(fit, halves)
         reason = self.restarter.check(fit, self.strategy)
         if reason:
             self._restart(reason)
         return X, fit
 
-    def _grow_episodes(self, fit: np.ndarray) -> None:
+    def _grow_episodes(self, fit: np.ndarray, halves=None) -> None:
         """More episodes per evaluation when the schedule says so (islands.resampling); a
         stagnant island resamples before it restarts, so the restarter counts afresh."""
-        n = self.schedule.update(fit)
+        n = self.schedule.update(fit, halves)
         if n is None:
             return
         self._set_episodes(n)
         self.restarter.stagnation.reset()
-        log.info("island %d: %d episodes per evaluation from generation %d (stagnant for "
-                 "%d generations)", self.index, n, self.generation,
-                 self.schedule.stagnation.patience)
+        log.info("island %d: %d episodes per evaluation from generation %d (%s)",
+                 self.index, n, self.generation, self.schedule.why)
 
     def _set_episodes(self, n: int) -> None:
         self.evaluator.episodes = int(n)
@@ -297,34 +306,39 @@ class IslandCore:
 
     def _confirm(self, X: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Mean returns of the rows of ``X`` over ``n`` fresh training episodes and their
-        standard errors (infinite for a single episode: nothing known), under the
-        island's current observation statistics (frozen: the re-evaluation's observations
-        do not enter them). Its own evaluator, so the training episode streams -- and a
-        resumed run's bit-identity -- are untouched; its episodes count in the island's
-        ``episodes`` and ``env_steps``."""
-        if self._confirmer is None or self._confirmer.episodes != n:
-            self._close_confirmer()
-            self._confirmer = self._eval_spec.replace(episodes=n).build(
-                num_threads=self.num_threads, device=self.device)
-        ev, stats = self._confirmer, self.evaluator.obs_stats
-        if stats is not None:
-            ev.set_obs_stats(stats.state_dict())
-        ev.restart_episodes()  # episodes from this call's seed alone
-        res = ev.evaluate(X, seed=confirm_seed(self.run_seed, self.index, self.generation))
+        standard errors (infinite for a single episode: nothing known)."""
+        R = self._reevaluate(X, n, confirm_seed(self.run_seed, self.index, self.generation))
         self.confirmations += len(X)
-        self.episodes += int(np.size(res.returns))
-        self.env_steps += int(res.env_steps)
-        self.frames += int(res.frames)
-        mean = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
-        R = np.asarray(res.returns, dtype=np.float64).reshape(len(X), -1)
+        mean = R.mean(axis=1)
         se = (R.std(axis=1, ddof=1) / np.sqrt(R.shape[1]) if R.shape[1] > 1
               else np.full(len(X), np.inf))
         return mean, np.where(np.isfinite(mean), se, 0.0)
 
-    def _close_confirmer(self) -> None:
-        if self._confirmer is not None:
-            self._confirmer.close()
-            self._confirmer = None
+    def _reevaluate(self, X: np.ndarray, n: int, seed: int) -> np.ndarray:
+        """Returns ``R[row, episode]`` of the rows of ``X`` over ``n`` episodes from
+        ``seed`` (-inf rows for broken genomes), under the island's current observation
+        statistics (frozen: these observations do not enter them). Its own evaluator, so
+        the training episode streams -- and a resumed run's bit-identity -- are untouched;
+        its episodes count in the island's ``episodes`` and ``env_steps``."""
+        if n not in self._reevaluators:
+            self._reevaluators[n] = self._eval_spec.replace(episodes=n).build(
+                num_threads=self.num_threads, device=self.device)
+        ev, stats = self._reevaluators[n], self.evaluator.obs_stats
+        if stats is not None:
+            ev.set_obs_stats(stats.state_dict())
+        ev.restart_episodes()  # episodes from this call's seed alone
+        res = ev.evaluate(X, seed=seed)
+        self.episodes += int(np.size(res.returns))
+        self.env_steps += int(res.env_steps)
+        self.frames += int(res.frames)
+        R = np.asarray(res.returns, dtype=np.float64).reshape(len(X), -1)
+        fit = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+        return np.where(np.isfinite(fit)[:, None], R, -np.inf)
+
+    def _close_reevaluators(self) -> None:
+        for ev in self._reevaluators.values():
+            ev.close()
+        self._reevaluators = {}
 
     def _report(self, accepted: int, call_s: float, evals0: int, steps0: int) -> IslandReport:
         fin = self._last_fitness[np.isfinite(self._last_fitness)]
@@ -455,4 +469,4 @@ class IslandCore:
 
     def close(self) -> None:
         self.evaluator.close()
-        self._close_confirmer()
+        self._close_reevaluators()

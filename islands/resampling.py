@@ -7,13 +7,25 @@ search stalls (D. V. Arnold and H.-G. Beyer 2006, "A general noise model and its
 evolution strategy performance", IEEE TEC 10(4)). Uncertainty-handling CMA-ES answers by
 evaluating more often once it measures rank changes under re-evaluation (N. Hansen et al.
 2009, "A method for handling uncertainty in evolutionary optimization...", IEEE TEC 13(1);
-pycma's ``NoiseHandler``); that measurement needs single-genome re-evaluations, which a
-batched EnvPool island cannot afford. An island here reads the symptom instead: when it
-stagnates (:class:`islands.restarts.Stagnation`: for ``patience`` generations neither the
-best nor the median fitness of a generation beat their records) and ``cap`` is above its
-episodes per evaluation, it doubles them (at most ``cap``) and judges stagnation afresh on
-the new, less noisy fitness. Only once the cap is reached does a stagnant island restart
-(``--restart``): the schedule resets the restarter's stagnation count whenever it grows.
+pycma's ``NoiseHandler``). An island here does both the measuring and the reading of the
+symptom:
+
+* **ranking probes**: every ``PROBE_EVERY``-th generation the island evaluates its whole
+  population a second time, on ``episodes`` fresh episodes (``probe_seed``; one batched
+  call, not single-genome re-evaluations), tells the strategy the mean of both (so the
+  probe's episodes are fitness too, not overhead) and hands the two halves to
+  :meth:`EpisodeSchedule.update`. Their rank agreement (Spearman's rho over the
+  population: 1 when the halves rank alike, 0 when a ranking is a lottery; about the share
+  of the fitness spread that is not noise) is averaged over the last ``PROBE_WINDOW``
+  probes; below ``MIN_AGREEMENT`` the episodes double;
+* **stagnation** (:class:`islands.restarts.Stagnation`: for ``patience`` generations
+  neither the best nor the median fitness of a generation beat their records): the
+  episodes double too. Under noise this is a late symptom -- a population whose mean still
+  creeps up sets a new median record now and then by luck, and the count starts over.
+
+Each doubling (at most ``cap``) starts both judgements afresh on the new, less noisy
+fitness. Only once the cap is reached does a stagnant island restart (``--restart``): the
+schedule resets the restarter's stagnation count whenever it grows.
 
 Measured on BipedalWalker-v3 (this machine, 2 islands): an island whose one-episode
 population mean had hovered at 180-230 for 70 minutes (its best samples at ~300; the walkers
@@ -23,46 +35,103 @@ from the start, a seed-1 run never stalled for 50 generations within its first h
 islands went to 2 episodes at 5,120 s and 5,370 s, with population means at 278 and 299.
 The option is not in the env table: the measurements say neither that nor when it helps.
 
-The schedule's state (current episodes, doublings, the stagnation count) is plain data,
-checkpointed with the island, so a resumed island evaluates as the original did.
+The probes, measured with ``benchmarks/fitness_noise.py`` (the same figure from a run's
+checkpoint) on a BipedalWalker island at generation 130 (population mean 127): rho 0.44,
+half of the one-episode fitness spread noise (its sibling island: 0.61, a quarter).
+
+The schedule's state (current episodes, doublings, the stagnation count, the recent
+agreements) is plain data, checkpointed with the island, so a resumed island evaluates as
+the original did.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from islands.restarts import Stagnation
+from islands.strategies.base import sanitize_fitness
+
+# Every PROBE_EVERY-th generation is evaluated twice over (1/PROBE_EVERY more episodes, all
+# of them used as fitness); PROBE_WINDOW probes are averaged before the schedule acts: one
+# probe's rho over a popsize-48 population has a standard error of ~0.15.
+PROBE_EVERY = 10
+PROBE_WINDOW = 3
+# Below this rank agreement between two independent evaluations, selection is mostly luck:
+# rho is about the share of the fitness spread that is not noise (1 - noise share).
+MIN_AGREEMENT = 0.5
+
+
+def rank_agreement(a, b) -> float:
+    """Spearman's rho between two evaluations of the same population (NaN when either is
+    constant). Non-finite fitness (broken genomes) ranks last, as strategies rank it."""
+    a, b = sanitize_fitness(a), sanitize_fitness(b)
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable")
+    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable")
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 class EpisodeSchedule:
-    """Episodes per evaluation of one island: ``base`` until it stagnates, then doubled at
-    each stagnation up to ``cap`` (``cap`` None or <= ``base``: fixed)."""
+    """Episodes per evaluation of one island: ``base`` until it stagnates or its ranking
+    probes say the ranking is mostly noise, then doubled each time up to ``cap`` (``cap``
+    None or <= ``base``: fixed, and no probes)."""
 
-    def __init__(self, base: int, cap: int | None, patience: int) -> None:
+    def __init__(self, base: int, cap: int | None, patience: int,
+                 probe_every: int = PROBE_EVERY) -> None:
         self.base = int(base)
         self.cap = self.base if cap is None else max(self.base, int(cap))
         self.episodes = self.base
         self.doublings = 0
         self.stagnation = Stagnation(patience)
+        self.probe_every = int(probe_every)
+        self.agreements: list[float] = []  # the latest probes' rank agreements
+        self.why = ""  # what made the episodes grow last (for the log)
 
     @property
     def enabled(self) -> bool:
         return self.cap > self.base
 
-    def update(self, fitness) -> int | None:
-        """After a generation: the new episodes per evaluation when they grow, else None."""
-        if self.episodes >= self.cap or not self.stagnation.update(fitness):
+    def probe_due(self, generation: int) -> bool:
+        """Whether ``generation`` (about to be evaluated) is evaluated twice over."""
+        return (self.enabled and self.episodes < self.cap and self.probe_every > 0
+                and int(generation) % self.probe_every == self.probe_every - 1)
+
+    def update(self, fitness, probe=None) -> int | None:
+        """After a generation (``probe``: its two halves' fitness on a probe generation):
+        the new episodes per evaluation when they grow, else None."""
+        if self.episodes >= self.cap:
             return None
+        stagnant = self.stagnation.update(fitness)
+        if probe is not None:
+            rho = rank_agreement(*probe)
+            if np.isfinite(rho):
+                self.agreements = [*self.agreements, rho][-PROBE_WINDOW:]
+        if not (stagnant or self.noisy):
+            return None
+        self.why = (f"stagnant for {self.stagnation.patience} generations" if stagnant else
+                    f"its ranking probes agree {np.mean(self.agreements):.2f} on average")
         self.episodes = min(self.cap, 2 * self.episodes)
         self.doublings += 1
         self.stagnation.reset()  # records of the noisier fitness do not carry over
+        self.agreements = []  # nor agreements measured at fewer episodes
         return self.episodes
+
+    @property
+    def noisy(self) -> bool:
+        """The last ``PROBE_WINDOW`` probes agree, on average, less than ``MIN_AGREEMENT``."""
+        return (len(self.agreements) >= PROBE_WINDOW
+                and float(np.mean(self.agreements)) < MIN_AGREEMENT)
 
     def state_dict(self) -> dict[str, Any]:
         return {"base": self.base, "episodes": self.episodes, "doublings": self.doublings,
-                "stagnation": self.stagnation.state_dict()}
+                "stagnation": self.stagnation.state_dict(),
+                "agreements": list(self.agreements)}
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         self.episodes = min(max(int(d["episodes"]), self.base), self.cap)
         self.doublings = int(d["doublings"])
         self.stagnation.load_state_dict(d["stagnation"])
+        self.agreements = [float(v) for v in np.asarray(d.get("agreements", []))]

@@ -14,7 +14,13 @@ from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
 from islands.display import Display
 from islands.planning import plan_islands
-from islands.resampling import EpisodeSchedule
+from islands.resampling import (
+    MIN_AGREEMENT,
+    PROBE_EVERY,
+    PROBE_WINDOW,
+    EpisodeSchedule,
+    rank_agreement,
+)
 
 FLAT = np.zeros(4)  # a generation that beats no record once the first one set them
 
@@ -51,7 +57,74 @@ def test_the_schedule_state_round_trip_continues_identically():
     assert a.state_dict() == b.state_dict()
 
 
+# ---- ranking probes ----------------------------------------------------------------------
+def test_rank_agreement_is_spearmans_rho_and_ranks_broken_genomes_last():
+    a = np.array([3.0, 1.0, 2.0, 5.0])
+    assert rank_agreement(a, a * 10 + 7) == pytest.approx(1.0)
+    assert rank_agreement(a, -a) == pytest.approx(-1.0)
+    assert rank_agreement(a, [30.0, 10.0, 20.0, -np.inf]) == pytest.approx(-0.2)  # 5: last
+    assert np.isnan(rank_agreement(a, np.ones(4)))  # a constant evaluation ranks nothing
+
+
+def _probes(rho_target: float, n: int, seed: int = 0):
+    """``n`` probe pairs (popsize 48) whose halves share a signal of variance rho and carry
+    independent noise of variance 1 - rho."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        signal = rng.standard_normal(48) * rho_target ** 0.5
+        yield tuple(signal + rng.standard_normal(48) * (1 - rho_target) ** 0.5
+                    for _ in range(2))
+
+
+def test_probes_that_rank_mostly_by_luck_double_the_episodes_after_a_window():
+    s = EpisodeSchedule(base=1, cap=4, patience=10**6)  # stagnation never fires here
+    got = [s.update(np.mean(p, axis=0), p) for p in _probes(0.05, PROBE_WINDOW)]
+    assert got == [None] * (PROBE_WINDOW - 1) + [2]
+    assert s.agreements == [] and "ranking probes agree" in s.why
+    quiet = EpisodeSchedule(base=1, cap=4, patience=10**6)
+    assert [quiet.update(np.mean(p, axis=0), p) for p in _probes(0.9, 10)] == [None] * 10
+    assert len(quiet.agreements) == PROBE_WINDOW
+    assert np.mean(quiet.agreements) > MIN_AGREEMENT
+
+
+def test_probes_are_due_every_probe_every_generations_until_the_cap():
+    s = EpisodeSchedule(base=1, cap=2, patience=10**6)
+    assert [g for g in range(3 * PROBE_EVERY) if s.probe_due(g)] == [
+        PROBE_EVERY - 1, 2 * PROBE_EVERY - 1, 3 * PROBE_EVERY - 1]
+    assert not any(EpisodeSchedule(1, None, 5).probe_due(g) for g in range(3 * PROBE_EVERY))
+    for p in _probes(0.0, PROBE_WINDOW):
+        s.update(np.mean(p, axis=0), p)
+    assert s.episodes == 2 and not any(s.probe_due(g) for g in range(3 * PROBE_EVERY))
+
+
+def test_the_agreements_survive_a_state_round_trip():
+    a = EpisodeSchedule(base=1, cap=8, patience=10**6)
+    probes = list(_probes(0.3, 2 * PROBE_WINDOW, seed=3))
+    for p in probes[:2]:
+        a.update(np.mean(p, axis=0), p)
+    b = EpisodeSchedule(base=1, cap=8, patience=10**6)
+    b.load_state_dict(a.state_dict())
+    assert b.agreements == a.agreements and len(b.agreements) == 2
+    assert ([a.update(np.mean(p, axis=0), p) for p in probes[2:]]
+            == [b.update(np.mean(p, axis=0), p) for p in probes[2:]])
+
+
 # ---- an island ---------------------------------------------------------------------------
+def test_a_probe_generation_is_evaluated_twice_and_feeds_the_schedule():
+    cfg = island_cfg(episodes_cap=2, restart_patience=10**6)
+    a = island(cfg)
+    try:
+        rows = [row(a) for _ in range(PROBE_EVERY + 1)]
+        per_gen = np.diff([0] + [r["episodes"] for r in rows])
+        # popsize 8 x 1 episode, and twice that in the probe generation
+        assert list(per_gen) == [8] * (PROBE_EVERY - 1) + [16, 8], per_gen
+        assert len(a.schedule.agreements) == 1 and -1 <= a.schedule.agreements[0] <= 1
+        assert rows[-1]["evals"] == 8 * (PROBE_EVERY + 1)  # a probe is one evaluation each
+    finally:
+        a.close()
+
+
+# ---- an island: stagnation -----------------------------------------------------------------
 def test_a_stagnant_island_doubles_its_episodes_then_restarts_and_resumes_identically(
         tmp_path):
     cfg = island_cfg(episodes_cap=4, restart="hof", restart_patience=1)

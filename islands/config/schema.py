@@ -103,9 +103,10 @@ class Config:
     episodes: int | None = _opt(None, "episodes per fitness evaluation; default: env table",
                                 "optint", metavar="N")
     episodes_cap: int | None = _opt(
-        None, "let an island that stagnates for --restart-patience generations double its "
-        "episodes per evaluation, up to N, before it restarts (none: fixed --episodes); see "
-        "islands/resampling.py", "optint", metavar="N")
+        None, "let an island double its episodes per evaluation, up to N, when its ranking "
+        "probes (every 10th generation evaluated twice) say one evaluation ranks mostly by "
+        "luck, or when it stagnates for --restart-patience generations; before it restarts "
+        "(none: fixed --episodes); see islands/resampling.py", "optint", metavar="N")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")
