@@ -13,7 +13,8 @@ the machine has CPUs, and nothing else beside them):
   exactly as the run would have without migration;
 * any other strategy: built afresh around the checkpoint's search center with the
   checkpoint's step size (its popsize, the run's options), so only the strategy differs;
-* ``:episodes=N`` evaluates on N episodes per genome instead of the run's.
+* ``:episodes=N`` evaluates on N episodes per genome instead of the run's; ``:popsize=N``
+  builds the strategy afresh (as for another strategy) with that popsize.
 
 Every ``--test-every`` seconds each arm tests its search center on 20 fresh episodes (the
 same seeds for every arm; the test's CPU counts against the arm). Table of the center's
@@ -59,7 +60,7 @@ def build_core(run: Path, island: int, arm: str):
     cfg = resolve(parse_args(["--config", str(run / "config.yaml")]), check_env=False)
     spec = plan_islands(cfg, [float(cfg.islands)])[island]
     state = plainstate.load(run / "checkpoints" / island_file(island))
-    same = name == spec.strategy
+    same = name == spec.strategy and "popsize" not in opts
     spec = dataclasses.replace(spec, strategy=name, candidate_threshold=None,
                                episodes=opts.get("episodes", spec.episodes),
                                episodes_cap=None)
@@ -72,7 +73,8 @@ def build_core(run: Path, island: int, arm: str):
                               **{k: state["build"][k] for k in ("popsize", "sigma", "seed", "x0")},
                               **dict(cfg.strategy_options))
         old.load_state_dict(state["strategy"])
-        core._build_strategy(dict(popsize=old.popsize, sigma=float(old.sigma),
+        core._build_strategy(dict(popsize=opts.get("popsize", old.popsize),
+                                  sigma=float(old.sigma),
                                   seed=int(state["build"]["seed"]) + 1,
                                   x0=np.array(old.center)))
         core.set_obs_stats(state.get("obs_stats"))
