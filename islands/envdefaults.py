@@ -76,6 +76,13 @@ Why these values:
   episodes, training best 272.6, unsolved at 3,600 s (32.8K episodes), final test 229.8
   +- 85 (it still falls). So the row solved 1 of 4 seeds within the hour (seed 2, at 19.2K
   episodes); the others reach 230-299 and stay there.
+  Hence ``episodes_cap`` 4 and ``restart_patience`` 20 in the row: seed 3 again with them
+  (``--seed 3 --episodes-cap 4 --restart-patience 20 --time-budget 3600``, quiet, before the
+  ranking probes of ``islands.resampling`` existed) **solved** in 1,772 s (29.5 min): 46.3K
+  episodes, 53.4M env steps, test **302.8 +- 1.3**. Island 1 walked steadily but slowly
+  (its center 281 +- 2 over 20 episodes at generation 310, ``benchmarks/fitness_noise.py``),
+  went to 2 episodes per evaluation at ~20 min (stagnant for 20 generations) and reached
+  the target 8 minutes later; island 0's center still fell (199 +- 104 at generation 280).
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
@@ -93,6 +100,11 @@ Why these values:
 - ``sigma`` applies to the islands that run the table's strategy; an island that runs another
   strategy (``--strategy cmaes,openai-es``) uses that strategy's own default step size unless
   ``--sigma`` or its island spec sets one. ``popsize`` applies to every island.
+- Optional keys (only BipedalWalker sets them; elsewhere the config's own defaults hold):
+  ``episodes_cap`` (``--episodes-cap``: episodes per evaluation may double up to it, on noisy
+  ranking probes or stagnation; never below the run's ``--episodes``; ``--episodes-cap 1``
+  turns it off for BipedalWalker) and ``restart_patience`` (``--restart-patience``, else
+  ``islands.restarts.DEFAULT_PATIENCE``).
 - ``generations`` is a safety cap per island so that a run without a target or time budget
   ends. The episode limit of the tests is not in the table: it is the task's own (the limit
   Gymnasium registers for the id, else ``max``), decided in :func:`islands.config.resolve`.
@@ -115,7 +127,8 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
         max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000),
     "BipedalWalker-v3": dict(
         strategy="cmaes", policy="mlp", hidden=(), popsize=48, sigma=0.5, episodes=1,
-        max_episode_steps=1600, obs_norm=True, target=300.0, generations=20000),
+        max_episode_steps=1600, obs_norm=True, target=300.0, generations=20000,
+        episodes_cap=4, restart_patience=20),
     "Pong-v5": dict(
         strategy="openai-es", policy="cnn", hidden=(32,), popsize=64, sigma=0.02, episodes=1,
         max_episode_steps=27000, obs_norm=False, target=0.0, generations=20000),

@@ -196,3 +196,15 @@ def test_the_progress_lines_show_each_islands_episodes_per_evaluation():
     lines = out.getvalue().splitlines()
     assert lines[1].endswith("restarts 0 ep/eval 2")  # island 0: the base, nothing reported
     assert lines[2].endswith("restarts 0 ep/eval 4")
+
+
+def test_bipedalwalkers_row_resamples_by_default_and_the_run_can_say_otherwise():
+    def of(*argv):
+        c = resolve(parse_args(["--env", "BipedalWalker-v3", *argv]), check_env=False)
+        return c.episodes_cap, c.restart_patience
+
+    assert of() == (4, 20)
+    assert of("--episodes", "8") == (8, 20)  # the table's cap never undercuts --episodes
+    assert of("--episodes-cap", "1", "--restart-patience", "50") == (1, 50)  # off
+    lunar = resolve(parse_args(["--env", "LunarLander-v3"]), check_env=False)
+    assert (lunar.episodes_cap, lunar.restart_patience) == (None, 50)

@@ -14,6 +14,7 @@ import importlib
 import os
 
 from islands.envdefaults import env_defaults
+from islands.restarts import DEFAULT_PATIENCE
 
 from .checks import check
 from .schema import Config, ConfigError
@@ -48,6 +49,10 @@ def _fill_env_defaults(c: Config) -> None:
             setattr(c, k, row[k])
     if c.hidden is None:
         c.hidden = list(row["hidden"]) if row["policy"] == c.policy else None
+    if c.restart_patience is None:
+        c.restart_patience = row.get("restart_patience", DEFAULT_PATIENCE)
+    if c.episodes_cap is None and row.get("episodes_cap"):  # never below the episodes set
+        c.episodes_cap = max(int(row["episodes_cap"]), int(c.episodes))
     if c.target == "auto":
         c.target = row["target"]
     if c.island_specs is not None and c.islands is None:

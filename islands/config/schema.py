@@ -118,9 +118,10 @@ class Config:
         "popsize doubled each time), bipop (alternating large and small populations), hof "
         "(around the best genome the island knows); see islands/restarts.py",
         choices=RESTART_POLICIES)
-    restart_patience: int = _opt(
-        DEFAULT_PATIENCE, "generations in which neither an island's best fitness nor its "
-        "population median improves before --restart restarts it", "int", metavar="G")
+    restart_patience: int | None = _opt(
+        None, "generations in which neither an island's best fitness nor its population "
+        "median improves before --restart restarts it (or --episodes-cap resamples); "
+        f"default: env table, else {DEFAULT_PATIENCE}", "optint", metavar="G")
     # ---- migration ----------------------------------------------------------------------
     topology: str = _opt("ring", "migration graph: ring, full, random (new random targets each "
                          "round), edges (see --edges)", choices=topo.KINDS)
