@@ -1,7 +1,7 @@
 """Time to solve: one launcher run per seed, and how long each took to reach the target.
 
     python benchmarks/time_to_solve.py --env LunarLander-v3 --seeds 0-9 [--islands 2] \
-        [-- any other launcher flags]
+        [--variant NAME=FLAGS ...] [-- any other launcher flags]
 
 Each seed is a separate ``python -m islands.launch`` process (its own embedded Ray, run one
 after another so they never share the CPUs). Per seed: solved, run wall (the run's own
@@ -9,6 +9,8 @@ after another so they never share the CPUs). Per seed: solved, run wall (the run
 episodes / env steps at the moment the solution was found (``*_to_solve`` in
 ``summary.json``), and the test mean. Unsolved seeds count with their full wall time in the
 worst case and are reported as such. Table, then a final JSON line with median and worst.
+With ``--variant`` (repeated), every seed runs each variant in turn, and the JSON line has
+one summary per variant and its median run wall as a ratio to the first variant's.
 """
 
 from __future__ import annotations
@@ -60,36 +62,12 @@ def _fmt(x, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                epilog="Arguments after -- go to the launcher unchanged.")
-    p.add_argument("--env", default="LunarLander-v3")
-    p.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 1,4,7 (default: 0-9)")
-    p.add_argument("--islands", type=int, default=2)
-    p.add_argument("--timeout", type=float, default=3600, help="seconds per run at most")
-    p.add_argument("--keep", metavar="DIR", default=None,
-                   help="keep each seed's run directory as DIR/s<seed> (default: a temporary "
-                   "directory, removed at the end)")
-    args, extra = p.parse_known_args()
-    extra = [a for a in extra if a != "--"]
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(args.keep) if args.keep else Path(tmp)
-        for seed in parse_seeds(args.seeds):
-            r = run_seed(args.env, args.islands, seed, extra, base / f"s{seed}",
-                         args.timeout)
-            rows.append(r)
-            print(f"seed {seed:>3}  solved {str(r['solved']):>5}  run wall "
-                  f"{r['run_wall_s']:7.1f} s  to solve {_fmt(r['wall_to_solve']):>7} s  "
-                  f"evals {_fmt(r['evals_to_solve'], 'd'):>8}  episodes "
-                  f"{_fmt(r['episodes_to_solve'], 'd'):>8}  test {_fmt(r['test_mean'])}",
-                  flush=True)
+def summarize(rows: list[dict]) -> dict:
+    """Median and worst run wall, solved count and medians to solve over ``rows``."""
     walls = [r["run_wall_s"] for r in rows]
     solved = [r for r in rows if r["solved"]]
-    summary = {
-        "benchmark": "time_to_solve", "env": args.env, "islands": args.islands,
-        "launcher_flags": extra, "seeds": [r["seed"] for r in rows],
-        "solved": len(solved), "runs": len(rows),
+    return {
+        "seeds": [r["seed"] for r in rows], "solved": len(solved), "runs": len(rows),
         "median_run_wall_s": statistics.median(walls), "worst_run_wall_s": max(walls),
         "median_episodes_to_solve": statistics.median(
             [r["episodes_to_solve"] for r in solved]) if solved else None,
@@ -97,9 +75,61 @@ def main() -> int:
             [r["evals_to_solve"] for r in solved]) if solved else None,
         "per_seed": rows,
     }
-    print(f"solved {len(solved)}/{len(rows)}; run wall median {summary['median_run_wall_s']:.1f}"
-          f" s, worst {summary['worst_run_wall_s']:.1f} s")
-    print(json.dumps(summary))
+
+
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    """``NAME=FLAGS`` (``sep="--strategy sep-cmaes"``) -> (NAME, [flags])."""
+    name, sep, flags = text.partition("=")
+    if not sep or not name:
+        raise SystemExit(f"--variant: expected NAME=FLAGS, got {text!r}")
+    return name, flags.split()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                epilog="Arguments after -- go to the launcher unchanged.")
+    p.add_argument("--env", default="LunarLander-v3")
+    p.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 1,4,7 (default: 0-9)")
+    p.add_argument("--islands", type=int, default=2)
+    p.add_argument("--timeout", type=float, default=3600, help="seconds per run at most")
+    p.add_argument("--variant", action="append", metavar="NAME=FLAGS", default=[],
+                   help="compare launcher variants, run in turn on every seed (the first is "
+                   "the baseline of the ratios), e.g. --variant row= --variant "
+                   "'sep=--strategy sep-cmaes'; flags after -- go to every variant")
+    p.add_argument("--keep", metavar="DIR", default=None,
+                   help="keep each seed's run directory as DIR/s<seed> (default: a temporary "
+                   "directory, removed at the end)")
+    args, extra = p.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+    variants = [parse_variant(v) for v in args.variant] or [("", [])]
+    rows: dict[str, list[dict]] = {name: [] for name, _ in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(args.keep) if args.keep else Path(tmp)
+        for seed in parse_seeds(args.seeds):
+            for name, flags in variants:  # interleaved: a noisy spell hits every variant
+                r = run_seed(args.env, args.islands, seed, [*flags, *extra],
+                             base / f"{name + '-' if name else ''}s{seed}", args.timeout)
+                rows[name].append(r)
+                print(f"{name + '  ' if name else ''}seed {seed:>3}  solved "
+                      f"{str(r['solved']):>5}  run wall {r['run_wall_s']:7.1f} s  to solve "
+                      f"{_fmt(r['wall_to_solve']):>7} s  evals "
+                      f"{_fmt(r['evals_to_solve'], 'd'):>8}  episodes "
+                      f"{_fmt(r['episodes_to_solve'], 'd'):>8}  test {_fmt(r['test_mean'])}",
+                      flush=True)
+    sums = {name: summarize(r) for name, r in rows.items()}
+    for name, s in sums.items():
+        print(f"{name + ': ' if name else ''}solved {s['solved']}/{s['runs']}; run wall "
+              f"median {s['median_run_wall_s']:.1f} s, worst {s['worst_run_wall_s']:.1f} s")
+    out = {"benchmark": "time_to_solve", "env": args.env, "islands": args.islands,
+           "launcher_flags": extra}
+    if len(variants) == 1 and not variants[0][0]:
+        out.update(sums[""])
+    else:
+        first = sums[variants[0][0]]
+        out["variants"] = {name: {"flags": flags, **sums[name],
+                                  "median_wall_ratio": sums[name]["median_run_wall_s"]
+                                  / first["median_run_wall_s"]} for name, flags in variants}
+    print(json.dumps(out))
     return 0
 
 
