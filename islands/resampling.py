@@ -17,7 +17,12 @@ symptom:
   :meth:`EpisodeSchedule.update`. Their rank agreement (Spearman's rho over the
   population: 1 when the halves rank alike, 0 when a ranking is a lottery; about the share
   of the fitness spread that is not noise) is averaged over the last ``PROBE_WINDOW``
-  probes; below ``MIN_AGREEMENT`` the episodes double;
+  probes; when it is below ``MIN_AGREEMENT`` *and* the population's mean fitness at the
+  probes did not rise over them, the episodes double. Both, because a noisy ranking costs
+  progress but resampling costs evaluations: at a fixed step size, halving the noise
+  variance for twice the episodes never pays while the search still moves (the progress
+  rate of a (mu/mu, lambda)-ES grows only with 1 / sqrt(1 + noise/signal); Arnold and
+  Beyer), but it does once noise has stopped the search (the noise-limited steady state);
 * **stagnation** (:class:`islands.restarts.Stagnation`: for ``patience`` generations
   neither the best nor the median fitness of a generation beat their records): the
   episodes double too. Under noise this is a late symptom -- a population whose mean still
@@ -37,7 +42,11 @@ The option is not in the env table: the measurements say neither that nor when i
 
 The probes, measured with ``benchmarks/fitness_noise.py`` (the same figure from a run's
 checkpoint) on a BipedalWalker island at generation 130 (population mean 127): rho 0.44,
-half of the one-episode fitness spread noise (its sibling island: 0.61, a quarter).
+half of the one-episode fitness spread noise (its sibling island: 0.61, a quarter); at
+generation 280-310 rho 0.57 (an island whose walkers still fell) and 0.78 (one that walked
+steadily, center 281 +- 2). A first version that doubled on agreement alone doubled a
+BipedalWalker island at generation 60, population mean ~100 and still rising fast: that is
+why the rule also asks for a flat population mean.
 
 The schedule's state (current episodes, doublings, the stagnation count, the recent
 agreements) is plain data, checkpointed with the island, so a resumed island evaluates as
@@ -88,6 +97,7 @@ class EpisodeSchedule:
         self.stagnation = Stagnation(patience)
         self.probe_every = int(probe_every)
         self.agreements: list[float] = []  # the latest probes' rank agreements
+        self.levels: list[float] = []  # ... and their populations' mean fitness
         self.why = ""  # what made the episodes grow last (for the log)
 
     @property
@@ -107,31 +117,40 @@ class EpisodeSchedule:
         stagnant = self.stagnation.update(fitness)
         if probe is not None:
             rho = rank_agreement(*probe)
-            if np.isfinite(rho):
+            f = np.asarray(fitness, dtype=np.float64)
+            if np.isfinite(rho) and np.isfinite(f).any():
                 self.agreements = [*self.agreements, rho][-PROBE_WINDOW:]
+                self.levels = [*self.levels, float(f[np.isfinite(f)].mean())][-PROBE_WINDOW:]
         if not (stagnant or self.noisy):
             return None
         self.why = (f"stagnant for {self.stagnation.patience} generations" if stagnant else
-                    f"its ranking probes agree {np.mean(self.agreements):.2f} on average")
+                    f"its ranking probes agree {np.mean(self.agreements):.2f} on average and "
+                    f"its population mean went from {self.levels[0]:.4g} to "
+                    f"{self.levels[-1]:.4g}")
         self.episodes = min(self.cap, 2 * self.episodes)
         self.doublings += 1
         self.stagnation.reset()  # records of the noisier fitness do not carry over
-        self.agreements = []  # nor agreements measured at fewer episodes
+        self.agreements, self.levels = [], []  # nor probes at fewer episodes
         return self.episodes
 
     @property
     def noisy(self) -> bool:
-        """The last ``PROBE_WINDOW`` probes agree, on average, less than ``MIN_AGREEMENT``."""
+        """Noise holds the island back: the last ``PROBE_WINDOW`` probes agree, on average,
+        less than ``MIN_AGREEMENT``, and the population's mean fitness did not rise from the
+        first of them to the last (a noisy ranking that still makes progress is cheaper
+        than resampling: ES theory on noisy fitness, module docstring)."""
         return (len(self.agreements) >= PROBE_WINDOW
-                and float(np.mean(self.agreements)) < MIN_AGREEMENT)
+                and float(np.mean(self.agreements)) < MIN_AGREEMENT
+                and self.levels[-1] <= self.levels[0])
 
     def state_dict(self) -> dict[str, Any]:
         return {"base": self.base, "episodes": self.episodes, "doublings": self.doublings,
                 "stagnation": self.stagnation.state_dict(),
-                "agreements": list(self.agreements)}
+                "agreements": list(self.agreements), "levels": list(self.levels)}
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         self.episodes = min(max(int(d["episodes"]), self.base), self.cap)
         self.doublings = int(d["doublings"])
         self.stagnation.load_state_dict(d["stagnation"])
-        self.agreements = [float(v) for v in np.asarray(d.get("agreements", []))]
+        self.agreements = [float(v) for v in d.get("agreements", [])]
+        self.levels = [float(v) for v in d.get("levels", [])]

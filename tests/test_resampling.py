@@ -66,25 +66,37 @@ def test_rank_agreement_is_spearmans_rho_and_ranks_broken_genomes_last():
     assert np.isnan(rank_agreement(a, np.ones(4)))  # a constant evaluation ranks nothing
 
 
-def _probes(rho_target: float, n: int, seed: int = 0):
+def _probes(rho_target: float, n: int, seed: int = 0, rise: float = 0.0):
     """``n`` probe pairs (popsize 48) whose halves share a signal of variance rho and carry
-    independent noise of variance 1 - rho."""
+    independent noise of variance 1 - rho; the k-th pair's population mean is ``rise * k``
+    (the noise's own mean removed, so the level is exact)."""
     rng = np.random.default_rng(seed)
-    for _ in range(n):
+    for k in range(n):
         signal = rng.standard_normal(48) * rho_target ** 0.5
-        yield tuple(signal + rng.standard_normal(48) * (1 - rho_target) ** 0.5
-                    for _ in range(2))
+        a, b = (signal + rng.standard_normal(48) * (1 - rho_target) ** 0.5 for _ in range(2))
+        shift = rise * k - (a + b).mean() / 2
+        yield a + shift, b + shift
 
 
-def test_probes_that_rank_mostly_by_luck_double_the_episodes_after_a_window():
+def _feed(s: EpisodeSchedule, probes) -> list:
+    return [s.update(np.mean(p, axis=0), p) for p in probes]
+
+
+def test_a_noisy_ranking_that_makes_no_progress_doubles_the_episodes_after_a_window():
     s = EpisodeSchedule(base=1, cap=4, patience=10**6)  # stagnation never fires here
-    got = [s.update(np.mean(p, axis=0), p) for p in _probes(0.05, PROBE_WINDOW)]
-    assert got == [None] * (PROBE_WINDOW - 1) + [2]
+    assert _feed(s, _probes(0.05, PROBE_WINDOW, rise=-0.1)) == [None] * (PROBE_WINDOW - 1) + [2]
     assert s.agreements == [] and "ranking probes agree" in s.why
     quiet = EpisodeSchedule(base=1, cap=4, patience=10**6)
-    assert [quiet.update(np.mean(p, axis=0), p) for p in _probes(0.9, 10)] == [None] * 10
+    assert _feed(quiet, _probes(0.9, 10)) == [None] * 10  # a ranking worth its episodes
     assert len(quiet.agreements) == PROBE_WINDOW
     assert np.mean(quiet.agreements) > MIN_AGREEMENT
+
+
+def test_a_noisy_ranking_that_still_makes_progress_keeps_its_episodes():
+    s = EpisodeSchedule(base=1, cap=4, patience=10**6)
+    assert _feed(s, _probes(0.05, 10, rise=1.0)) == [None] * 10
+    assert np.mean(s.agreements) < MIN_AGREEMENT and s.levels[-1] > s.levels[0]
+    assert s.episodes == 1
 
 
 def test_probes_are_due_every_probe_every_generations_until_the_cap():
@@ -92,21 +104,18 @@ def test_probes_are_due_every_probe_every_generations_until_the_cap():
     assert [g for g in range(3 * PROBE_EVERY) if s.probe_due(g)] == [
         PROBE_EVERY - 1, 2 * PROBE_EVERY - 1, 3 * PROBE_EVERY - 1]
     assert not any(EpisodeSchedule(1, None, 5).probe_due(g) for g in range(3 * PROBE_EVERY))
-    for p in _probes(0.0, PROBE_WINDOW):
-        s.update(np.mean(p, axis=0), p)
+    _feed(s, _probes(0.0, PROBE_WINDOW, rise=-0.1))
     assert s.episodes == 2 and not any(s.probe_due(g) for g in range(3 * PROBE_EVERY))
 
 
 def test_the_agreements_survive_a_state_round_trip():
     a = EpisodeSchedule(base=1, cap=8, patience=10**6)
     probes = list(_probes(0.3, 2 * PROBE_WINDOW, seed=3))
-    for p in probes[:2]:
-        a.update(np.mean(p, axis=0), p)
+    _feed(a, probes[:2])
     b = EpisodeSchedule(base=1, cap=8, patience=10**6)
     b.load_state_dict(a.state_dict())
-    assert b.agreements == a.agreements and len(b.agreements) == 2
-    assert ([a.update(np.mean(p, axis=0), p) for p in probes[2:]]
-            == [b.update(np.mean(p, axis=0), p) for p in probes[2:]])
+    assert (b.agreements, b.levels) == (a.agreements, a.levels) and len(b.levels) == 2
+    assert _feed(a, probes[2:]) == _feed(b, probes[2:])
 
 
 # ---- an island ---------------------------------------------------------------------------
