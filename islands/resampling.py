@@ -38,7 +38,9 @@ fell in some episodes) went to a rolling mean of ~255 within 30 minutes once res
 episodes per evaluation (``islands/envdefaults.py`` has the runs). With ``--episodes-cap 4``
 from the start, a seed-1 run never stalled for 50 generations within its first hour; its
 islands went to 2 episodes at 5,120 s and 5,370 s, with population means at 278 and 299.
-The option is not in the env table: the measurements say neither that nor when it helps.
+With ``--episodes-cap 4 --restart-patience 20`` a seed-3 run that the one-episode row left
+unsolved at 3,600 s solved in 1,772 s; BipedalWalker's row now sets both
+(``islands/envdefaults.py`` has the runs).
 
 The probes, measured with ``benchmarks/fitness_noise.py`` (the same figure from a run's
 checkpoint) on a BipedalWalker island at generation 130 (population mean 127): rho 0.44,
@@ -49,8 +51,8 @@ BipedalWalker island at generation 60, population mean ~100 and still rising fas
 why the rule also asks for a flat population mean.
 
 The schedule's state (current episodes, doublings, the stagnation count, the recent
-agreements) is plain data, checkpointed with the island, so a resumed island evaluates as
-the original did.
+probes' agreements and levels) is plain data, checkpointed with the island, so a resumed
+island evaluates as the original did.
 """
 
 from __future__ import annotations
