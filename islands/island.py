@@ -359,6 +359,8 @@ class IslandCore:
             obs_count=float(stats.count) if stats is not None else 0.0,
             restarts=int(self.restarter.restarts), confirmations=int(self.confirmations),
             episodes_per_eval=int(self.schedule.episodes),
+            rank_agreement=(self.schedule.agreements[-1] if self.schedule.agreements
+                            else None),
             peak_rss_mb=_peak_rss_mb())
 
     # ---- state (for checkpoints) -------------------------------------------------------

@@ -63,6 +63,8 @@ class IslandReport:
     restarts: int = 0  # strategy restarts against stagnation (islands.restarts), cumulative
     confirmations: int = 0  # candidate genomes re-evaluated before an offer, cumulative
     episodes_per_eval: int = 1  # now (grows where --episodes-cap lets it: islands.resampling)
+    # Spearman's rho of the latest ranking probe at the current episodes (None: none yet)
+    rank_agreement: float | None = None
     peak_rss_mb: float = 0.0  # the island process's peak resident memory so far
 
     def row(self) -> dict[str, Any]:

@@ -128,6 +128,9 @@ def test_a_probe_generation_is_evaluated_twice_and_feeds_the_schedule():
         # popsize 8 x 1 episode, and twice that in the probe generation
         assert list(per_gen) == [8] * (PROBE_EVERY - 1) + [16, 8], per_gen
         assert len(a.schedule.agreements) == 1 and -1 <= a.schedule.agreements[0] <= 1
+        # the report rows carry it from the probe on (metrics.parquet's rank_agreement)
+        assert rows[PROBE_EVERY - 2]["rank_agreement"] is None
+        assert rows[PROBE_EVERY - 1]["rank_agreement"] == a.schedule.agreements[0]
         assert rows[-1]["evals"] == 8 * (PROBE_EVERY + 1)  # a probe is one evaluation each
     finally:
         a.close()
