@@ -91,7 +91,7 @@ class IslandCore:
             base_popsize=self.strategy.popsize,
             sigma0=spec.sigma if spec.sigma is not None else self.strategy.sigma, seed=seed)
         self.schedule = EpisodeSchedule(spec.episodes, spec.episodes_cap,
-                                        spec.restart_patience)
+                                        spec.restart_patience, spec.probe_interval)
         self._gen_offset = 0  # generations of the strategies before the current one
         self._prev_best: tuple[np.ndarray | None, float] = (None, -np.inf)  # their best
         self._center_at_restart = None  # the ended run's center (candidates, see below)

@@ -46,6 +46,7 @@ class IslandSpec:
     restart_patience: int = DEFAULT_PATIENCE  # G, generations without improvement
     # episodes per evaluation double on stagnation up to this (None: fixed; resampling.py)
     episodes_cap: int | None = None
+    probe_interval: int = 0  # ... and on ranking probes every this many generations (0: off)
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -166,6 +167,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         restart=str(s.get("restart", cfg.restart)),
         restart_patience=int(cfg.restart_patience),
         episodes_cap=None if cfg.episodes_cap is None else int(cfg.episodes_cap),
+        probe_interval=int(cfg.probe_interval),
     )
 
 

@@ -16,12 +16,12 @@ from islands.display import Display
 from islands.planning import plan_islands
 from islands.resampling import (
     MIN_AGREEMENT,
-    PROBE_EVERY,
     PROBE_WINDOW,
     EpisodeSchedule,
     rank_agreement,
 )
 
+PROBE_EVERY = 10  # --probe-interval in these tests
 FLAT = np.zeros(4)  # a generation that beats no record once the first one set them
 
 
@@ -100,10 +100,11 @@ def test_a_noisy_ranking_that_still_makes_progress_keeps_its_episodes():
 
 
 def test_probes_are_due_every_probe_every_generations_until_the_cap():
-    s = EpisodeSchedule(base=1, cap=2, patience=10**6)
+    s = EpisodeSchedule(base=1, cap=2, patience=10**6, probe_every=PROBE_EVERY)
     assert [g for g in range(3 * PROBE_EVERY) if s.probe_due(g)] == [
         PROBE_EVERY - 1, 2 * PROBE_EVERY - 1, 3 * PROBE_EVERY - 1]
-    assert not any(EpisodeSchedule(1, None, 5).probe_due(g) for g in range(3 * PROBE_EVERY))
+    assert not any(EpisodeSchedule(1, None, 5, PROBE_EVERY).probe_due(g) for g in range(40))
+    assert not any(EpisodeSchedule(1, 4, 5).probe_due(g) for g in range(40))  # 0: off
     _feed(s, _probes(0.0, PROBE_WINDOW, rise=-0.1))
     assert s.episodes == 2 and not any(s.probe_due(g) for g in range(3 * PROBE_EVERY))
 
@@ -120,7 +121,7 @@ def test_the_agreements_survive_a_state_round_trip():
 
 # ---- an island ---------------------------------------------------------------------------
 def test_a_probe_generation_is_evaluated_twice_and_feeds_the_schedule():
-    cfg = island_cfg(episodes_cap=2, restart_patience=10**6)
+    cfg = island_cfg(episodes_cap=2, restart_patience=10**6, probe_interval=PROBE_EVERY)
     a = island(cfg)
     try:
         rows = [row(a) for _ in range(PROBE_EVERY + 1)]

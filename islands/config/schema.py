@@ -103,10 +103,15 @@ class Config:
     episodes: int | None = _opt(None, "episodes per fitness evaluation; default: env table",
                                 "optint", metavar="N")
     episodes_cap: int | None = _opt(
-        None, "let an island double its episodes per evaluation, up to N, when its ranking "
-        "probes (every 10th generation evaluated twice) say one evaluation ranks mostly by "
-        "luck, or when it stagnates for --restart-patience generations; before it restarts "
-        "(none: fixed --episodes); see islands/resampling.py", "optint", metavar="N")
+        None, "let an island double its episodes per evaluation, up to N, when it stagnates "
+        "for --restart-patience generations (or its ranking probes say so, see "
+        "--probe-interval), before it restarts (none: fixed --episodes; default: env "
+        "table); see islands/resampling.py", "optint", metavar="N")
+    probe_interval: int = _opt(
+        0, "with --episodes-cap: evaluate every G-th generation twice, on independent "
+        "episodes, and double the episodes when the two rankings agree less than 0.5 "
+        "(Spearman, over 3 probes) while the population mean stays flat (0: no probes; "
+        "experimental, see islands/resampling.py)", "int", metavar="G")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")
