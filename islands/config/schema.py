@@ -105,8 +105,9 @@ class Config:
     episodes_cap: int | None = _opt(
         None, "let an island double its episodes per evaluation, up to N, when it stagnates "
         "for --restart-patience generations (or its ranking probes say so, see "
-        "--probe-interval), before it restarts (none: fixed --episodes; default: env "
-        "table); see islands/resampling.py", "optint", metavar="N")
+        "--probe-interval), before it restarts; default: env table, else none (fixed "
+        "--episodes; set N to --episodes to fix them where the table has a cap); see "
+        "islands/resampling.py", "optint", metavar="N")
     probe_interval: int = _opt(
         0, "with --episodes-cap: evaluate every G-th generation twice, on independent "
         "episodes, and double the episodes when the two rankings agree less than 0.5 "
