@@ -54,9 +54,11 @@ BipedalWalker seed 0, quiet) the probes did all the doubling, early: island 1 to
 episodes at generation 170 (rho 0.38, mean 169 -> 158 over the window) and to 4 at 220
 (0.48, 200 -> 195), island 0 to 2 at 190 (0.41, 213 -> 212); after 20 minutes (27.8K
 episodes) both population means were at 207-211, where the old one-episode row's seed-0
-run stood at 240 after 20K episodes. So a flat mean over 30 generations is not yet the
-noise-limited steady state, and the probes stay off by default until a rule is measured
-that helps; stagnation alone (patience 20) did the doubling in the runs that solved.
+run stood at 240 after 20K episodes (and the same seed without probes, patience 20, at
+180-195 after 20K and 210-220 after 55K: neither clearly better nor worse). A flat mean
+over 30 generations is not yet the noise-limited steady state, so the probes stay off by
+default until a rule is measured that helps; stagnation alone (patience 20) did the
+doubling in the runs that solved.
 
 The schedule's state (current episodes, doublings, the stagnation count, the recent
 probes' agreements and levels) is plain data, checkpointed with the island, so a resumed
