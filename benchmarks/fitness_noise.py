@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def load_island(run: Path, island: int):
-    """(eval_spec, strategy, obs_stats state, generation) from the run's checkpoint."""
+    """(eval_spec, strategy, island state) from the run's checkpoint: the strategy rebuilt
+    as the island built it and loaded; the state as stored (obs_stats, build, ...)."""
     from islands import plainstate, strategies
     from islands.config import parse_args, resolve
     from islands.storage import island_file
@@ -50,7 +51,7 @@ def load_island(run: Path, island: int):
     s = strategies.make(state["strategy"]["name"], int(state["dim"]), **build,
                         **dict(cfg.strategy_options or {}))
     s.load_state_dict(state["strategy"])
-    return spec, s, state.get("obs_stats"), int(s.generation)
+    return spec, s, state
 
 
 def returns(spec, X: np.ndarray, obs_stats, seeds: list[int]) -> np.ndarray:
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     torch.set_num_threads(1)  # beside one EnvPool thread; do not take a running run's CPUs
-    spec, strat, obs_stats, gen = load_island(a.run, a.island)
+    spec, strat, state = load_island(a.run, a.island)
+    obs_stats, gen = state.get("obs_stats"), int(strat.generation)
     X = strat.ask()
     base = 2**29 + 1000 * a.seed  # away from the run's training seeds of early generations
     fig = noise_figures(returns(spec, X, obs_stats, [base + k for k in range(a.columns)]))

@@ -49,17 +49,16 @@ def build_core(run: Path, island: int, arm: str):
     """An IslandCore for ``arm`` started from the run's checkpoint of ``island``."""
     import dataclasses
 
-    from islands import plainstate
+    from fitness_noise import load_island  # the checkpoint's strategy, rebuilt and loaded
+
     from islands.checkpointing import CheckpointSpec
     from islands.config import parse_args, resolve
     from islands.island import IslandCore
     from islands.planning import plan_islands
-    from islands.storage import island_file
 
     name, opts = parse_arm(arm)
     cfg = resolve(parse_args(["--config", str(run / "config.yaml")]), check_env=False)
     spec = plan_islands(cfg, [float(cfg.islands)])[island]
-    state = plainstate.load(run / "checkpoints" / island_file(island))
     same = name == spec.strategy and "popsize" not in opts
     spec = dataclasses.replace(spec, strategy=name, candidate_threshold=None,
                                episodes=opts.get("episodes", spec.episodes),
@@ -67,12 +66,7 @@ def build_core(run: Path, island: int, arm: str):
     ck = CheckpointSpec(str(run / "checkpoints"), load=True) if same else None
     core = IslandCore(spec, cfg.eval_spec(), run_seed=cfg.seed, checkpoint=ck)
     if not same:  # a fresh strategy around the checkpoint's center and step size
-        from islands import strategies
-
-        old = strategies.make(state["strategy"]["name"], int(state["dim"]),
-                              **{k: state["build"][k] for k in ("popsize", "sigma", "seed", "x0")},
-                              **dict(cfg.strategy_options))
-        old.load_state_dict(state["strategy"])
+        _, old, state = load_island(run, island)
         core._build_strategy(dict(popsize=opts.get("popsize", old.popsize),
                                   sigma=float(old.sigma),
                                   seed=int(state["build"]["seed"]) + 1,
