@@ -22,6 +22,7 @@ from islands.config import (
     parse_args,
     resolve,
 )
+from islands.envdefaults import env_defaults
 from islands.strategies import STRATEGIES
 from policies import POLICIES
 
@@ -199,7 +200,8 @@ def test_eval_and_test_specs():
     common = dict(env_id="LunarLander-v3", backend="auto", policy="mlp",
                   policy_options={"hidden": [4, 4]}, obs_norm=True,
                   env_kwargs=None, env_module=None)
-    assert cfg.eval_spec() == EvalSpec(**common, episodes=6, max_episode_steps=200)
+    episodes = env_defaults("LunarLander-v3")["episodes"]  # the env table's, not a copy
+    assert cfg.eval_spec() == EvalSpec(**common, episodes=episodes, max_episode_steps=200)
     assert cfg.test_spec() == EvalSpec(**common, episodes=7, max_episode_steps=1000)
 
 
