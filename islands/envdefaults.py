@@ -58,8 +58,15 @@ Why these values:
   --time-budget 240``, quiet): 40/63/33/33/**>240**/35/43/40/46/87, 9/10 solved, median
   41.2 s (27.1K episodes); seed 4, 28 s in the first set, reached a training best of 284
   but no candidate tested above 119. So over 20 runs: 19 solved, medians 34.6 and 41.2 s;
-  the tail (one seed in ten at 90-240 s or unsolved) is still open. LunarLanderContinuous-v3
-  keeps full CMA-ES: not measured.
+  the tail (one seed in ten at 90-240 s or unsolved) is still open. Against the tail, a third
+  set (``--variant row= --variant "i4=--islands 4" --variant "s25=--sigma 0.25"``, same
+  command, quiet): the row 9/10, median 43.7 s (seed 6 unsolved); 4 islands (half a CPU
+  each) 10/10, median 60.8 s, worst 107.8 s, 51K episodes; sigma 0.25 8/10, median 40.4 s
+  (seeds 6 and 7 unsolved). More islands close the tail by searching more basins at once,
+  but each moves at half the speed, so the median loses more than the tail gains; a
+  smaller step size does not help. In the unsolved runs both islands sit with population
+  means of 0-70 for minutes while lucky samples reach 280-298 and test at 10-120.
+  LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, as Mania et al. (2018, ARS) found linear
   policies enough for it; observation normalization is what makes a linear map work (the
