@@ -141,6 +141,14 @@ Why these values:
   +- 33. So over seeds 0-3 the row solved 2 of 4 within the hour: seed 0's walkers still
   fell now and then; seed 1's sit in a slow-gait basin that the record-based stagnation
   test (``islands.restarts.Stagnation``) does not call stagnant.
+  In that run CMA-ES's covariance had hardly adapted (axis ratio 2.1, step size 0.30-0.32
+  after 300-337 generations), so sep-CMA-ES, whose diagonal adapts ~n times faster and
+  which halved LunarLander's time, was the obvious probe: one island on one CPU each, side
+  by side on seed 1 (``--islands 1 --cpus-per-island 1 --seed 1``, each launcher pinned to
+  its own core with ``taskset``; the second with ``--strategy sep-cmaes --sigma 0.5``),
+  population mean after 2.5K / 5K / 7.5K / 10K / 12.5K episodes: full CMA-ES 70 / 151 /
+  184 / 195 / 197, sep-CMA-ES -70 / 17 / 38 / 58 / 72 (93 at 15K), stopped at ~1,050 s.
+  So full CMA-ES stays: on this task the diagonal model is much slower.
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
