@@ -66,6 +66,30 @@ Why these values:
   but each moves at half the speed, so the median loses more than the tail gains; a
   smaller step size does not help. In the unsolved runs both islands sit with population
   means of 0-70 for minutes while lucky samples reach 280-298 and test at 10-120.
+  Replayed on those runs' records (``metrics.parquet``; the generation's mean standing in
+  for its median), the record-based stagnation test with the default patience of 50
+  generations fires in all 6 islands of the 3 unsolved runs (first at 50-118 s) and in
+  only 6 of the 74 islands of the solved ones, so per-island restarts should replace
+  mostly the stuck islands. Restarts as the row's default were tried and **not** adopted:
+  ``--variant "ipop=--restart ipop" --variant "hof=--restart hof"`` on seeds 0-9, then
+  ipop on fresh seeds as a check (stopped after 4 seeds) and the same 4 seeds with
+  ``--restart none`` (same command, quiet); run wall in seconds:
+
+  ===========================  ======  ======  =====  =====================================
+  variant                      solved  median  worst  per seed
+  ===========================  ======  ======  =====  =====================================
+  ipop, seeds 0-9              10/10   28.7    161.6  50/38/27/23/25/26/85/162/21/31
+  hof, seeds 0-9               9/10    43.7    >240   58/25/47/28/29/41/93/>240/25/74
+  ipop, seeds 10-13            2/4     -       >240   >240/>240/117/54
+  no restart, seeds 10-13      4/4     35.8    52.6   53/32/40/25
+  ===========================  ======  ======  =====  =====================================
+
+  On seeds 0-9 ipop restarted islands in 2 runs only (seeds 6 and 7, the unsolved ones
+  above; solved at 84.5 and 161.6 s), but on seeds 10-13 it restarted islands that were
+  still on their way (seed 11's island 0 at 30 s, best 146) and its fresh starts, at twice
+  the popsize and without migrants for 50 generations, did not catch up within 240 s; the
+  same seeds without restarts solved in 25-53 s. A stagnation test that tells a stuck
+  island from a noisy climbing one is what is missing (the record-based one cannot).
   LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, as Mania et al. (2018, ARS) found linear
