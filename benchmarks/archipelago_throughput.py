@@ -24,6 +24,13 @@ For each environment, in one run, one after another on the same ``--cpus`` CPUs:
    ceiling itself moved by up to 15% between single measurements (108K-129K steps/s for
    LunarLander on 2 threads), and one ratio against one raw figure ranged 0.86-1.0 over
    five runs of the same code. Rows report medians and the range of their ratios.
+   Measured on 2 quiet cores (LunarLander-v3, k=4, default grouping, 3 repeats): 117K
+   steps/s, ratio 0.908 (0.884-0.922; raw 112K-132K). Where the rest goes: the islands'
+   two processes take ~95% of a core each and the driver, coordinator, tester and Ray's
+   own processes the last ~5-8%; inside a host the main thread waits in EnvPool's sync
+   send/recv hand-off every round (``sem_post`` alone ~15% of its samples, py-spy), one
+   round per step of the longest live episode. Fewer rounds per step (one pool for all of
+   a host's islands) is what would raise it further.
 3. **EvoTorch** ``GymNE`` (PGPE, the same network and total popsize, ``num_actors=C``) where
    ``evotorch`` is installed: our users' alternative on the same settings; its interaction
    count over the wall time of ``searcher.step()`` calls (first step excluded). Skipped,
