@@ -206,11 +206,9 @@ def archipelago_rows(env_id: str, C: int, seconds: float, factors: list[int]) ->
 
 def env_rows(env_id: str, C: int, seconds: float, factors: list[int], repeats: int
              ) -> list[dict]:
-    """Raw EnvPool, then ``repeats`` times the archipelago rows followed by raw again. Each
-    archipelago measurement is divided by the better of the raw figures taken just before
-    and just after it (the ceiling itself moves by up to 15% between measurements on these
-    machines: 108K-129K steps/s for LunarLander on 2 threads), and every row reports the
-    median over the repeats, with the range of its ratio."""
+    """Raw EnvPool, then ``repeats`` times the archipelago rows followed by raw again; each
+    archipelago measurement over the better raw figure around it (why: module docstring),
+    every row the median over the repeats with the range of its ratio."""
     raw, shape = raw_steps_per_s(env_id, C, seconds)
     raws = [raw]
     print(f"  {env_id} raw EnvPool: {raw:,.0f} steps/s ({shape})", file=sys.stderr, flush=True)
