@@ -20,6 +20,7 @@ from islands.restarts import (
     Restarter,
     RestartSettings,
     Stagnation,
+    WindowStagnation,
     restart_seed,
 )
 from islands.strategies import STRATEGIES, make
@@ -89,17 +90,50 @@ def test_stagnation_fires_after_exactly_patience_flat_generations():
     assert [st.update([9.0, 0.0, 0.0]) for _ in range(g)] == [False] * (g - 1) + [True]
 
 
+def noisy_generations(slope: float, gens: int, seed: int = 0) -> list[np.ndarray]:
+    """Generations of 48 noisy fitness values around a mean that moves by ``slope`` per
+    generation (noise SD 50: LunarLander's 3-episode returns are about that noisy)."""
+    rng = np.random.default_rng(seed)
+    return [slope * t + rng.normal(0.0, 50.0, 48) for t in range(gens)]
+
+
+def first_alarm(test, generations) -> int | None:
+    return next((t for t, f in enumerate(generations, 1) if test.update(f)), None)
+
+
+def test_window_stagnation_lets_a_noisy_climber_go_on_where_records_call_it_stuck():
+    seeds, g = range(20), 20
+    climbing = [noisy_generations(slope=0.5, gens=6 * g, seed=s) for s in seeds]
+    # measured: the record test fires in 9 of these 20 climbing runs (a lucky generation's
+    # record stays unbeaten for 20 generations), the window test in none
+    assert sum(first_alarm(Stagnation(g), c) is not None for c in climbing) >= 5
+    assert all(first_alarm(WindowStagnation(g), c) is None for c in climbing)
+    # a flat (stuck) island is stagnant soon after its two windows are full (40-70 here)
+    stuck = [first_alarm(WindowStagnation(g), noisy_generations(0.0, 6 * g, s)) for s in seeds]
+    assert all(a is not None and 2 * g <= a <= 5 * g for a in stuck), stuck
+
+
+def test_window_stagnation_needs_two_full_windows_and_starts_afresh_on_reset():
+    w = WindowStagnation(3)
+    assert [w.update(np.ones(4)) for _ in range(6)] == [False] * 5 + [True]
+    w.reset()
+    assert not any(w.update(np.ones(4)) for _ in range(5))
+    assert w.state_dict() == {"medians": [1.0] * 5, "bests": [1.0] * 5}
+    w.load_state_dict({"best": 3.0, "median": 2.0, "flat": 1})  # a record-test checkpoint
+    assert w.state_dict() == {"medians": [], "bests": []}
+
+
 @pytest.mark.parametrize("name", ["openai-es", "ga"])  # fixed step sizes: no stop reason
-def test_restarter_says_stagnation_after_exactly_patience_generations(name):
+def test_restarter_says_stagnation_after_two_flat_windows(name):
     s = make(name, 3, popsize=4, seed=0)
     r = Restarter(RestartSettings("ipop", patience=3), base_popsize=4, sigma0=0.02, seed=0)
     says = []
-    for _ in range(5):
+    for _ in range(7):
         s.ask()
-        s.tell(np.ones(4))  # flat fitness from the second generation on
+        s.tell(np.ones(4))  # flat fitness: each window of 3 is no better than the one before
         says.append(r.check(np.ones(4), s))
-    assert says == [None, None, None, "no improvement in 3 generations",
-                    "no improvement in 3 generations"]
+    why = "no improvement in 3 generations over the 3 before"
+    assert says == [None] * 5 + [why, why]
     assert Restarter(RestartSettings("none", 1), base_popsize=4, sigma0=1,
                      seed=0).check(np.ones(4), s) is None
 
