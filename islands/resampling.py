@@ -31,7 +31,7 @@ symptom:
 
 Each doubling (at most ``cap``) starts both judgements afresh on the new, less noisy
 fitness. Only once the cap is reached does a stagnant island restart (``--restart``): the
-schedule resets the restarter's stagnation count whenever it grows.
+schedule empties the restarter's stagnation windows whenever it grows.
 
 Measured on BipedalWalker-v3 (this machine, 2 islands): an island whose one-episode
 population mean had hovered at 180-230 for 70 minutes (its best samples at ~300; the walkers

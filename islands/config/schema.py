@@ -125,9 +125,11 @@ class Config:
         "(around the best genome the island knows); see islands/restarts.py",
         choices=RESTART_POLICIES)
     restart_patience: int | None = _opt(
-        None, "generations in which neither an island's best fitness nor its population "
-        "median improves before --restart restarts it (or --episodes-cap resamples); "
-        f"default: env table, else {DEFAULT_PATIENCE}", "optint", metavar="G")
+        None, "G, the stagnation window: --restart restarts an island when, over its last G "
+        "generations, neither the median of their medians nor of their best values beats "
+        "the G generations before; --episodes-cap resamples after G generations without a "
+        f"new best or median record; default: env table, else {DEFAULT_PATIENCE}", "optint",
+        metavar="G")
     # ---- migration ----------------------------------------------------------------------
     topology: str = _opt("ring", "migration graph: ring, full, random (new random targets each "
                          "round), edges (see --edges)", choices=topo.KINDS)
