@@ -89,7 +89,18 @@ Why these values:
   still on their way (seed 11's island 0 at 30 s, best 146) and its fresh starts, at twice
   the popsize and without migrants for 50 generations, did not catch up within 240 s; the
   same seeds without restarts solved in 25-53 s. A stagnation test that tells a stuck
-  island from a noisy climbing one is what is missing (the record-based one cannot).
+  island from a noisy climbing one was missing, so restarts now use a window test
+  (``islands.restarts.WindowStagnation``). Replayed on the records of 64 row-like runs, it
+  fires (G = 50) in none of the 102 islands of runs solved within 80 s and in 12 of the 26
+  of slower or unsolved ones (the record test: 3 and 14). Measured with ``--seeds 0-13
+  --variant "ipop=--restart ipop" --variant "ipop30=--restart ipop --restart-patience 30"``
+  (same command, quiet): ipop 12/14 solved, median 45.0 s (46/33/19/27/182/44/88/>240/30/
+  32/48/69/>240/38); ipop30 13/14, median 45.3 s (27/32/29/54/56/202/>240/158/37/26/105/
+  30/64/26). At G = 50 restarts fired in 2 runs of 14 (seeds 4 and 7, at 105 and 166 s,
+  both stuck) and in none that solved: no more false alarms, but a restart that late
+  leaves a fresh run too little time, and G = 30 (restarts from 32 s) did no better; seed
+  12 failed with no restart at all. So the row keeps ``--restart none``: the tail is not
+  only islands stuck for long, and restarts do not shorten it.
   LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, as Mania et al. (2018, ARS) found linear
