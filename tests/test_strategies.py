@@ -197,6 +197,23 @@ def test_state_round_trip_bit_identical(name, tmp_path):
         assert s.popsize == a.popsize and s.generation == a.generation
 
 
+@pytest.mark.parametrize("name", ["cmaes", "sep-cmaes"])
+def test_pycma_bounds_keep_samples_and_center_in_the_box_across_a_state_round_trip(name):
+    # sphere's optimum (1) lies outside the box, so the bounds bind
+    a = run(make(name, DIM, seed=3, sigma=0.5, bounds=[-0.3, 0.3]), sphere, 6)
+    b = make(name, DIM, seed=4, sigma=0.5, bounds=[-0.3, 0.3])
+    b.load_state_dict(plainstate.from_bytes(plainstate.to_bytes(a.state_dict())))
+    for _ in range(4):
+        Xa, Xb = a.ask(), b.ask()
+        assert np.array_equal(Xa, Xb) and np.abs(Xa).max() <= 0.3
+        a.tell(sphere(Xa))
+        b.tell(sphere(Xb))
+    assert np.abs(a.center).max() <= 0.3 and a.center.max() > 0.25  # pressed to the bound
+    assert np.array_equal(a.center, b.center)
+    unbounded = make(name, DIM, bounds=None)  # how --strategy-options turns a table's off
+    assert unbounded.ask().shape == (unbounded.popsize, DIM)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_state_round_trip_mid_generation(name):
     # saved between ask and tell, with a migrant arriving while the generation is outstanding

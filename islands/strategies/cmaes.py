@@ -143,7 +143,9 @@ class CMAES(Strategy):
 
     @property
     def center(self) -> np.ndarray:
-        return np.array(self.es.mean, dtype=np.float64)
+        # the mean as a genome (pycma's ``result.xfavorite``): with ``bounds`` the mean
+        # itself may lie outside the box, and what is evaluated is its image inside
+        return np.array(self.es.boundary_handler.repair(self.es.mean), dtype=np.float64)
 
     @property
     def sigma(self) -> float:
