@@ -86,6 +86,9 @@ CLI_ARGS = (
     "--episodes", "1", "--max-episode-steps", "200", "--generations", "20",
     "--migration-interval", "2", "--target", "none", "--test-episodes", "10",
     "--seed", "3", "--log-interval", "1",
+    # restarts end to end: a window of 2 generations fires within the 20 (CartPole's
+    # returns flatten at the 200-step limit), so the outputs carry strategy restarts
+    "--restart", "hof", "--restart-patience", "2",
 )
 
 

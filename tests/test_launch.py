@@ -62,6 +62,9 @@ def test_cli_run_writes_every_file_with_documented_columns(cli_run):
     assert summary["test_episodes"] == 10 and summary["solved"] is False  # --target none
     assert summary["total_evals"] == int(df.groupby("island").evals.max().sum())
     assert summary["stop_reason"] == "generations"
+    assert summary["island_restarts"] == [0, 0]  # no process died
+    restarts = [int(df[df.island == i].restarts.iloc[-1]) for i in (0, 1)]
+    assert summary["strategy_restarts"] == restarts and sum(restarts) >= 1, restarts
 
     sol = load_solution(str(out))
     assert sol["params"].shape == (summary["num_params"],) and sol["params"].dtype == np.float64
