@@ -184,6 +184,40 @@ Why these values:
   population mean after 2.5K / 5K / 7.5K / 10K / 12.5K episodes: full CMA-ES 70 / 151 /
   184 / 195 / 197, sep-CMA-ES -70 / 17 / 38 / 58 / 72 (93 at 15K), stopped at ~1,050 s.
   So full CMA-ES stays: on this task the diagonal model is much slower.
+  **Why the row stalled, and the bounds.** The hall of fame of that seed-1 run (test 212;
+  ``python benchmarks/walker_torque.py RUN``) drives its joints bang-bang:
+  mean |action| 0.93, 85% of actions beyond 0.95, because its weights had grown to a norm
+  of 34 (largest 9.8; median |pre-activation| 8-19 per output, where tanh is flat). The
+  torque cost alone took 147 of its return (BipedalWalker charges 0.00035 x 80 x |a| per
+  motor and step), and a walker that finishes the course gets ~350 before that cost, so a
+  300 needs a torque cost below ~55: proportional control, not bang-bang. Once tanh is
+  saturated the return no longer depends on the weights' scale, so CMA-ES's mean drifts
+  outward along that flat direction and its step size (0.22-0.32) shrinks relative to the
+  weights: the slow creep above. Salimans et al. (2017, OpenAI-ES) keep the weights small
+  with weight decay for the same reason; pycma's ``bounds`` (a box, ``BoundTransform``)
+  do it without touching the fitness. Single-island probes on seed 1 (one CPU each,
+  pinned; population mean after 2.5K / 5K / 7.5K / 10K / 12K episodes, then the best and
+  the 100-episode test of the final hall of fame):
+
+  ========================  ===============================  =====  ==============
+  probe                     population mean                  best   test
+  ========================  ===============================  =====  ==============
+  row (sigma 0.5, no box)   81 / 162 / 178 / 191 / 199       222.6  (stopped)
+  box [-1, 1]               46 / 112 / 157 / 174 / 185       273.1  219.3 +- 111
+  box [-0.5, 0.5]           40 / 120 / 164 / 196 / -         290.9  276.9 +- 45
+  sigma 0.15, no box        -46 / -38 at 5.3K (stopped)      50.1
+  sigma 0.05, no box        -23 at 2.5K, 5K episodes         5.5
+  ========================  ===============================  =====  ==============
+
+  The [-0.5, 0.5] walker uses mean |action| 0.45 (20% beyond 0.95) and pays 75-82 in
+  torque over 1,500-1,600 steps; its weights' norm is 3.0, with 2% of them at the bound.
+  Small step sizes without a box keep the actions proportional too, but learn to walk far
+  more slowly: the large first steps are what make the start fast. Hence
+  ``strategy_options={"bounds": [-0.5, 0.5]}`` in the row. With it, 2 islands on seed 1
+  (``--seed 1 --time-budget 2700``, quiet), the seed the row left unsolved after an hour,
+  **solved** in 880 s of run wall (14.4 min to the solution: 18.0K episodes, 17.4K
+  evaluations, 21.9M env steps), test 301.4 +- 36.8; 22 candidate tests (128 tester
+  CPU-seconds), no restart and no resampling (1 episode per evaluation throughout).
   The old row (popsize 24, 2 episodes) solved 1 of 4 seeds within 30 minutes (seed 1:
   test 301.0 +- 1.2 at 821 s, 23K episodes; seeds 0/2/3 reached training bests of
   235/260/241, 44K-84K episodes). Noise is the reason for the large population: one
@@ -204,8 +238,10 @@ Why these values:
 - Optional keys (only BipedalWalker sets them; elsewhere the config's own defaults hold):
   ``episodes_cap`` (``--episodes-cap``: episodes per evaluation may double up to it, on noisy
   ranking probes or stagnation; never below the run's ``--episodes``; ``--episodes-cap 1``
-  turns it off for BipedalWalker) and ``restart_patience`` (``--restart-patience``, else
-  ``islands.restarts.DEFAULT_PATIENCE``).
+  turns it off for BipedalWalker), ``restart_patience`` (``--restart-patience``, else
+  ``islands.restarts.DEFAULT_PATIENCE``) and ``strategy_options`` (like ``sigma``, only for
+  islands that run the table's strategy, under ``--strategy-options`` and an island's own
+  ``options``: ``--strategy-options '{"bounds": null}'`` removes BipedalWalker's box).
 - ``generations`` is a safety cap per island so that a run without a target or time budget
   ends. The episode limit of the tests is not in the table: it is the task's own (the limit
   Gymnasium registers for the id, else ``max``), decided in :func:`islands.config.resolve`.
@@ -229,7 +265,7 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
     "BipedalWalker-v3": dict(
         strategy="cmaes", policy="mlp", hidden=(), popsize=48, sigma=0.5, episodes=1,
         max_episode_steps=1600, obs_norm=True, target=300.0, generations=20000,
-        episodes_cap=4, restart_patience=20),
+        episodes_cap=4, restart_patience=20, strategy_options={"bounds": [-0.5, 0.5]}),
     "Pong-v5": dict(
         strategy="openai-es", policy="cnn", hidden=(32,), popsize=64, sigma=0.02, episodes=1,
         max_episode_steps=27000, obs_norm=False, target=0.0, generations=20000),

@@ -151,9 +151,11 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         sigma = cfg.sigma
     else:  # the table's sigma was tuned for the table's strategy only
         sigma = table["sigma"] if strategy == table["strategy"] else None
+    # so were its strategy options; --strategy-options and an island's own override them
+    tuned = table.get("strategy_options", {}) if strategy == table["strategy"] else {}
     return IslandSpec(
         index=i, strategy=strategy, popsize=s.get("popsize", cfg.popsize), sigma=sigma,
-        options={**cfg.strategy_options, **(s.get("options") or {})},
+        options={**tuned, **cfg.strategy_options, **(s.get("options") or {})},
         episodes=int(s.get("episodes", cfg.episodes)),
         num_cpus=float(s.get("num_cpus", share)),
         num_gpus=float(s.get("num_gpus", cfg.gpus_per_island)),

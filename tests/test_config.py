@@ -215,3 +215,18 @@ def test_test_spec_builds_an_evaluator_with_the_test_limit():
     finally:
         ev.close()
     assert res.lengths.shape == (2, 3) and (res.lengths == 20).all()
+
+
+def test_the_env_tables_strategy_options_reach_only_its_strategys_islands():
+    from islands.planning import plan_islands
+
+    tuned = env_defaults("BipedalWalker-v3")["strategy_options"]  # the table's, not a copy
+    assert tuned
+    base = ["--env", "BipedalWalker-v3", "--islands", "2", "--strategy", "cmaes,openai-es"]
+    plan = plan_islands(resolve(parse_args(base)), [2.0])
+    assert plan[0].options == tuned and plan[1].options == {}
+    off = resolve(parse_args([*base, "--strategy-options", '{"bounds": null}']))
+    assert plan_islands(off, [2.0])[0].options == {"bounds": None}
+    own = '[{"options": {"bounds": [-2, 2]}}, {}]'
+    specs = resolve(parse_args([*base, "--island-specs", own]))
+    assert plan_islands(specs, [2.0])[0].options == {"bounds": [-2, 2]}
