@@ -135,8 +135,9 @@ class WindowStagnation:
     median of the recent ``histmedian`` / ``histbest`` against the median of the window
     before it) with a window of G. Unlike :class:`Stagnation` it does not compare against
     records: on a noisy fitness a record is set by a lucky draw, and an island that is still
-    climbing, slower than the noise, fails to beat it for G generations (LunarLander-v3,
-    seed 11, restarted at 30 s with a best of 146 when it would have solved at 31 s). The
+    climbing, slower than the noise, fails to beat it for G generations (LunarLander-v3
+    seed 11: an island restarted at 30 s with a best of 146; without restarts that seed
+    solved at 31 s). The
     median of G medians barely moves with the noise, so a climbing island passes and a stuck
     one (a flat or sinking window) does not."""
 
