@@ -28,16 +28,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def episode(env, act, seed: int) -> tuple[dict, np.ndarray]:
+def episode(env, ctrl, seed: int) -> tuple[dict, np.ndarray]:
     """One episode: its split return, and the normalized observations it saw."""
     from gymnasium.envs.box2d.bipedal_walker import MOTORS_TORQUE
 
     obs, _ = env.reset(seed=seed)
+    ctrl.reset()
     total, torque, steps, done, acts, seen = 0.0, 0.0, 0, False, [], []
     while not done:
-        a, x = act(obs)
+        a = ctrl(obs)
         acts.append(np.abs(a))
-        seen.append(x)
+        seen.append(ctrl.normalized(obs))
         obs, r, term, trunc, _ = env.step(a)
         total += float(r)
         torque += 0.00035 * MOTORS_TORQUE * float(np.clip(np.abs(a), 0, 1).sum())
@@ -49,29 +50,6 @@ def episode(env, act, seed: int) -> tuple[dict, np.ndarray]:
             "saturated": float((acts > 0.95).mean())}, np.array(seen)
 
 
-def actor(sol):
-    """obs -> (action, normalized observation), as the test evaluates the genome."""
-    import torch
-
-    import policies
-    from policies.base import OBS_CLIP
-    from policies.obsnorm import RunningMeanStd
-
-    pol = policies.from_spec(sol["policy"])
-    params = torch.as_tensor(np.asarray(sol["params"], dtype=np.float32))[None, :]
-    rms = RunningMeanStd.from_state_dict(sol["obs_stats"])
-    mean = torch.as_tensor(rms.mean, dtype=torch.float32)
-    std = torch.as_tensor(rms.std, dtype=torch.float32)
-    state = [pol.initial_state(1, 1)]
-
-    def act(obs):
-        o = torch.as_tensor(np.asarray(obs, dtype=np.float32))[None, None]
-        with torch.inference_mode():
-            a, state[0] = pol.act(params, o, state[0], mean, std)
-        return a[0, 0].numpy(), np.clip((obs - rms.mean) / rms.std, -OBS_CLIP, OBS_CLIP)
-    return act
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("run_dir", metavar="RUN_DIR")
@@ -80,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     import gymnasium
 
+    from islands.evaluate import Controller
     from islands.rundir import load_solution
 
     try:
@@ -91,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         print("walker_torque.py: needs a BipedalWalker-v3 solution trained with obs_norm",
               file=sys.stderr)
         return 2
-    env, act = gymnasium.make("BipedalWalker-v3"), actor(sol)
+    env, ctrl = gymnasium.make("BipedalWalker-v3"), Controller(sol)
     rows, seen = [], []
     print(f"{'episode':>7} {'return':>8} {'steps':>6} {'torque':>7} {'mean|a|':>8} {'sat':>5}")
     for k in range(args.episodes):
-        row, x = episode(env, act, args.seed + k)
+        row, x = episode(env, ctrl, args.seed + k)
         rows.append(row)
         seen.append(x)
         print(f"{k:7d} {row['return']:8.1f} {row['steps']:6d} {row['torque_cost']:7.1f} "

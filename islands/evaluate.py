@@ -121,14 +121,55 @@ def solution_eval_spec(sol: dict[str, Any], episodes: int, backend: str | None =
                                "env_kwargs": env.get("env_kwargs") or None})
 
 
+class Controller:
+    """A saved solution driving one Gymnasium env step by step, as the test evaluates it: its
+    policy, its parameters and, where it was trained with ``obs_norm``, its frozen observation
+    statistics. ``ctrl(obs)`` returns the env's action; ``reset()`` before each episode
+    clears a recurrent policy's state."""
+
+    def __init__(self, sol: dict[str, Any]):
+        import torch
+
+        import policies
+
+        self.policy = policies.from_spec(sol["policy"])
+        self.params = torch.as_tensor(np.asarray(sol["params"], dtype=np.float32))[None, :]
+        self.rms = self._mean = self._std = None
+        if sol.get("obs_stats") is not None and sol["env"].get("obs_norm"):
+            from policies.obsnorm import RunningMeanStd
+
+            self.rms = RunningMeanStd.from_state_dict(sol["obs_stats"])
+            self._mean = torch.as_tensor(self.rms.mean, dtype=torch.float32)
+            self._std = torch.as_tensor(self.rms.std, dtype=torch.float32)
+        self.reset()
+
+    def reset(self) -> None:
+        self.state = self.policy.initial_state(1, 1)
+
+    def __call__(self, obs) -> Any:
+        import torch
+
+        o = torch.as_tensor(np.asarray(obs, dtype=np.float32))[None, None]
+        with torch.inference_mode():
+            a, self.state = self.policy.act(self.params, o, self.state, self._mean, self._std)
+        a = a[0, 0].cpu().numpy()
+        return int(a) if self.policy.action.discrete else a
+
+    def normalized(self, obs) -> np.ndarray:
+        """``obs`` as the policy sees it: clipped z-scores, or unchanged without obs_norm."""
+        from policies.base import OBS_CLIP
+
+        if self.rms is None:
+            return np.asarray(obs)
+        return np.clip((obs - self.rms.mean) / self.rms.std, -OBS_CLIP, OBS_CLIP)
+
+
 def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: int = 30,
                max_frames: int = 1500) -> dict[str, Any]:
     """Run one episode in a Gymnasium env with ``render_mode="rgb_array"``; write a GIF."""
     import gymnasium
-    import torch
     from PIL import Image
 
-    import policies
     from envs.spaces import import_env_module
 
     env_info = sol["env"]
@@ -144,30 +185,16 @@ def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: 
     else:
         env = gymnasium.make(env_id, render_mode="rgb_array",
                              max_episode_steps=env_info.get("max_episode_steps"), **kwargs)
-    pol = policies.from_spec(sol["policy"])
-    params = torch.as_tensor(np.asarray(sol["params"], dtype=np.float32))[None, :]
-    mean = std = None
-    st = sol.get("obs_stats")
-    if st is not None and env_info.get("obs_norm"):
-        from policies.obsnorm import RunningMeanStd
-
-        rms = RunningMeanStd.from_state_dict(st)
-        mean = torch.as_tensor(rms.mean, dtype=torch.float32)
-        std = torch.as_tensor(rms.std, dtype=torch.float32)
+    ctrl = Controller(sol)
     obs, _ = env.reset(seed=int(seed) & 0x7FFFFFFF)
-    state = pol.initial_state(1, 1)
     frames, total, steps, done = [], 0.0, 0, False
-    with torch.inference_mode():
-        while not done:
-            if len(frames) < max_frames:
-                frames.append(Image.fromarray(env.render()))
-            o = torch.as_tensor(np.asarray(obs, dtype=np.float32))[None, None]
-            a, state = pol.act(params, o, state, mean, std)
-            a = a[0, 0].cpu().numpy()
-            obs, r, term, trunc, _ = env.step(int(a) if pol.action.discrete else a)
-            total += float(r)
-            steps += 1
-            done = term or trunc
+    while not done:
+        if len(frames) < max_frames:
+            frames.append(Image.fromarray(env.render()))
+        obs, r, term, trunc, _ = env.step(ctrl(obs))
+        total += float(r)
+        steps += 1
+        done = term or trunc
     env.close()
     frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps),
                    loop=0, optimize=False)
