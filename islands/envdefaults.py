@@ -101,6 +101,34 @@ Why these values:
   leaves a fresh run too little time, and G = 30 (restarts from 32 s) did no better; seed
   12 failed with no restart at all. So the row keeps ``--restart none``: the tail is not
   only islands stuck for long, and restarts do not shorten it.
+  What did shorten it: slower migration. In the slow runs both islands sit in the same
+  basin (hovering landers: candidates' test episodes last 500-800 steps and test at
+  110-186), because every 5 generations each island injects the other's two best genomes.
+  With migration every 25 generations the two islands search apart for ~10 s at a time
+  while a good genome still spreads; isolated islands (``--migrants 0``) make the run the
+  faster of two independent searches. A box on the weights (``--strategy-options
+  '{"bounds": [-2, 2]}'``, ±1), which had met the goal on one set of seeds 0-9
+  (24/37/31/67/27/25/32/83/24/38 s), did not hold up beside the row. Measured with
+  ``--seeds 0-19`` and ``--variant row= --variant "box2=--strategy-options
+  {"bounds":[-2,2]}" --variant "box1=..."`` (seeds 0-8; stopped there), then ``--variant
+  "iso=--migrants 0" --variant "mig25=--migration-interval 25"`` (seeds 0-9) and ``--variant
+  row= --variant mig25=... --variant iso=...`` (seeds 10-19), same command, quiet; run wall
+  in seconds:
+
+  ========================  ======  ======  =====  ========================================
+  variant                   solved  median  worst  per seed
+  ========================  ======  ======  =====  ========================================
+  row (interval 5), 0-8     8/9     49.2    >240   33/23/25/49/172/>240/40/50/59
+  box ±2, 0-8               9/9     48.0    119.3  56/21/119/82/38/36/72/18/48
+  box ±1, 0-7               8/8     55.2    137.1  53/68/34/36/57/35/137/63
+  ROW10_19
+  mig25, 0-9                10/10   34.2    69.3   69/28/24/15/37/31/50/39/19/64
+  MIG10_19
+  iso, 0-9                  10/10   40.6    58.7   46/50/36/20/59/43/31/38/20/43
+  ISO10_19
+  ========================  ======  ======  =====  ========================================
+
+  Hence ``migration_interval`` 25 in the row. NOFLAG
   LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, its weights in a box of +-0.5 (the paragraph
@@ -245,13 +273,15 @@ Why these values:
 - ``sigma`` applies to the islands that run the table's strategy; an island that runs another
   strategy (``--strategy cmaes,openai-es``) uses that strategy's own default step size unless
   ``--sigma`` or its island spec sets one. ``popsize`` applies to every island.
-- Optional keys (only BipedalWalker sets them; elsewhere the config's own defaults hold):
-  ``episodes_cap`` (``--episodes-cap``: episodes per evaluation may double up to it, on noisy
-  ranking probes or stagnation; never below the run's ``--episodes``; ``--episodes-cap 1``
-  turns it off for BipedalWalker), ``restart_patience`` (``--restart-patience``, else
-  ``islands.restarts.DEFAULT_PATIENCE``) and ``strategy_options`` (like ``sigma``, only for
-  islands that run the table's strategy, under ``--strategy-options`` and an island's own
-  ``options``: ``--strategy-options '{"bounds": null}'`` removes BipedalWalker's box).
+- Optional keys (where a row lacks one, the config's own default holds):
+  ``migration_interval`` (``--migration-interval``, else the generic row's 5; LunarLander
+  sets 25), ``episodes_cap`` (``--episodes-cap``: episodes per evaluation may double up
+  to it, on noisy ranking probes or stagnation; never below the run's ``--episodes``;
+  ``--episodes-cap 1`` turns it off for BipedalWalker), ``restart_patience``
+  (``--restart-patience``, else ``islands.restarts.DEFAULT_PATIENCE``) and
+  ``strategy_options`` (like ``sigma``, only for islands that run the table's strategy,
+  under ``--strategy-options`` and an island's own ``options``: ``--strategy-options
+  '{"bounds": null}'`` removes BipedalWalker's box).
 - ``generations`` is a safety cap per island so that a run without a target or time budget
   ends. The episode limit of the tests is not in the table: it is the task's own (the limit
   Gymnasium registers for the id, else ``max``), decided in :func:`islands.config.resolve`.
@@ -268,7 +298,8 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
         max_episode_steps=500, obs_norm=False, target=475.0, generations=300),
     "LunarLander-v3": dict(
         strategy="sep-cmaes", policy="mlp", hidden=(16,), popsize=48, sigma=0.5, episodes=3,
-        max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000),
+        max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000,
+        migration_interval=25),
     "LunarLanderContinuous-v3": dict(
         strategy="cmaes", policy="mlp", hidden=(16,), popsize=24, sigma=0.5, episodes=6,
         max_episode_steps=1000, obs_norm=False, target=200.0, generations=3000),
@@ -285,7 +316,7 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 GENERIC: dict[str, Any] = dict(
     strategy="cmaes", policy="mlp", hidden=(32,), popsize=None, sigma=0.5, episodes=3,
-    max_episode_steps=None, obs_norm=True, target=None, generations=1000)
+    max_episode_steps=None, obs_norm=True, target=None, generations=1000, migration_interval=5)
 # fmt: on
 
 

@@ -230,3 +230,20 @@ def test_the_env_tables_strategy_options_reach_only_its_strategys_islands():
     own = '[{"options": {"bounds": [-2, 2]}}, {}]'
     specs = resolve(parse_args([*base, "--island-specs", own]))
     assert plan_islands(specs, [2.0])[0].options == {"bounds": [-2, 2]}
+
+
+def test_the_env_tables_migration_interval_is_a_default_the_flag_overrides():
+    from islands.envdefaults import GENERIC
+    from islands.runtime.archipelago import coordinator_spec
+
+    tuned = env_defaults("LunarLander-v3")["migration_interval"]  # the table's, not a copy
+    assert tuned != GENERIC["migration_interval"]
+    cfg = resolve(parse_args(["--env", "LunarLander-v3"]))
+    assert cfg.migration_interval == tuned
+    assert coordinator_spec(cfg).migration_interval == tuned
+    flag = resolve(parse_args(["--env", "LunarLander-v3", "--migration-interval", "3"]))
+    assert flag.migration_interval == 3
+    generic = resolve(parse_args(["--env", "CartPole-v1"]))
+    assert generic.migration_interval == GENERIC["migration_interval"]
+    with pytest.raises(ConfigError, match="migration-interval"):
+        resolve(parse_args(["--env", "CartPole-v1", "--migration-interval", "0"]))

@@ -13,7 +13,7 @@ import dataclasses
 import importlib
 import os
 
-from islands.envdefaults import env_defaults
+from islands.envdefaults import GENERIC, env_defaults
 from islands.restarts import DEFAULT_PATIENCE
 
 from .checks import check
@@ -49,6 +49,8 @@ def _fill_env_defaults(c: Config) -> None:
             setattr(c, k, row[k])
     if c.hidden is None:
         c.hidden = list(row["hidden"]) if row["policy"] == c.policy else None
+    if c.migration_interval is None:
+        c.migration_interval = row.get("migration_interval", GENERIC["migration_interval"])
     if c.restart_patience is None:
         c.restart_patience = row.get("restart_patience", DEFAULT_PATIENCE)
     if c.episodes_cap is None and row.get("episodes_cap"):  # never below the episodes set

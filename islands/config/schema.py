@@ -14,6 +14,7 @@ from typing import Any
 from envs.spaces import BACKENDS
 from envs.spec import EvalSpec
 from islands import topology as topo
+from islands.envdefaults import GENERIC
 from islands.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
 from islands.strategies import STRATEGIES
 from policies import POLICIES
@@ -137,8 +138,9 @@ class Config:
                                 metavar="K")
     edges: str | None = _opt(None, "explicit migration edges for --topology edges, e.g. "
                              "0>1,1>2,2>0 (YAML: list of [src, dst])", "edges", metavar="EDGES")
-    migration_interval: int = _opt(5, "generations of an island between its emigrations",
-                                   "int", metavar="G")
+    migration_interval: int | None = _opt(
+        None, "generations of an island between its emigrations; default: env table, else "
+        f"{GENERIC['migration_interval']}", "optint", metavar="G")
     migrants: int = _opt(2, "genomes an island sends per migration (its best), 0: isolated",
                          "int", metavar="K")
     obs_sync_interval: int = _opt(5, "generations between pushes of merged observation "
