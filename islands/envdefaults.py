@@ -135,8 +135,8 @@ Why these values:
   20/20, median 43.5 s, worst 99.5 s. Hence ``migration_interval`` 25 in the row. The row as it
   stands then, with no flag (``--seeds 0-9 -- --time-budget 240``, quiet): 10/10, median
   43.0 s, worst 124.8 s (80/44/26/20/42/125/51/47/33/38). Pooled over the 30 runs at 25
-  generations: all solved, median 37.5 s, two at 90 s or more (90.2, 124.8); over ~50 runs
-  of the row at 5 generations in this and earlier sessions, four were unsolved at 240 s.
+  generations: all solved, median 37.5 s, two at 90 s or more (90.2, 124.8); over 53 runs
+  of the row at 5 generations in this and earlier sessions, three were unsolved at 240 s.
   The goal (seeds 0-9, worst <= 90 s) is met by one of the three sets of ten.
   LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
