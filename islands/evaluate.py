@@ -134,13 +134,13 @@ class Controller:
 
         self.policy = policies.from_spec(sol["policy"])
         self.params = torch.as_tensor(np.asarray(sol["params"], dtype=np.float32))[None, :]
-        self.rms = self._mean = self._std = None
+        self._mean = self._std = None
         if sol.get("obs_stats") is not None and sol["env"].get("obs_norm"):
             from policies.obsnorm import RunningMeanStd
 
-            self.rms = RunningMeanStd.from_state_dict(sol["obs_stats"])
-            self._mean = torch.as_tensor(self.rms.mean, dtype=torch.float32)
-            self._std = torch.as_tensor(self.rms.std, dtype=torch.float32)
+            rms = RunningMeanStd.from_state_dict(sol["obs_stats"])
+            self._mean = torch.as_tensor(rms.mean, dtype=torch.float32)
+            self._std = torch.as_tensor(rms.std, dtype=torch.float32)
         self.reset()
 
     def reset(self) -> None:
@@ -157,11 +157,12 @@ class Controller:
 
     def normalized(self, obs) -> np.ndarray:
         """``obs`` as the policy sees it: clipped z-scores, or unchanged without obs_norm."""
-        from policies.base import OBS_CLIP
+        import torch
 
-        if self.rms is None:
-            return np.asarray(obs)
-        return np.clip((obs - self.rms.mean) / self.rms.std, -OBS_CLIP, OBS_CLIP)
+        from policies.base import normalize_obs
+
+        x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
+        return normalize_obs(x, self._mean, self._std).numpy()
 
 
 def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: int = 30,
