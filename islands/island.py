@@ -361,7 +361,8 @@ class IslandCore:
             episodes_per_eval=int(self.schedule.episodes),
             rank_agreement=(self.schedule.agreements[-1] if self.schedule.agreements
                             else None),
-            peak_rss_mb=_peak_rss_mb())
+            peak_rss_mb=_peak_rss_mb(), sigma=float(self.strategy.sigma),
+            center_norm=float(np.linalg.norm(self.strategy.center)))
 
     # ---- state (for checkpoints) -------------------------------------------------------
     def get_state(self) -> dict[str, Any]:

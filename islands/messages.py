@@ -66,6 +66,11 @@ class IslandReport:
     # Spearman's rho of the latest ranking probe at the current episodes (None: none yet)
     rank_agreement: float | None = None
     peak_rss_mb: float = 0.0  # the island process's peak resident memory so far
+    # the strategy's step size now and the length of its search center: a center that
+    # grows while sigma does not makes every step relatively smaller (tanh saturates, an
+    # argmax or tanh head is scale-free), which is how a run slows down unseen
+    sigma: float = math.nan
+    center_norm: float = math.nan
 
     def row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

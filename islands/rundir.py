@@ -29,7 +29,8 @@ METRIC_COLUMNS = (
     "island", "strategy", "generation", "wall_s", "evals", "env_steps", "fitness_max",
     "fitness_mean", "best_so_far", "immigrants", "immigrants_new", "rejected", "frames",
     "call_s", "evals_per_s", "steps_per_s", "obs_count", "episodes", "restarts",
-    "confirmations", "peak_rss_mb", "episodes_per_eval", "rank_agreement",
+    "confirmations", "peak_rss_mb", "episodes_per_eval", "rank_agreement", "sigma",
+    "center_norm",
     # the archipelago's totals (all islands) when the row was recorded
     "total_evals", "total_episodes", "total_env_steps",
 )

@@ -56,6 +56,11 @@ def test_cli_run_writes_every_file_with_documented_columns(cli_run):
     for _, g in df.groupby("island"):
         assert g.generation.max() == 20
         assert g.evals.is_monotonic_increasing and g.immigrants.is_monotonic_increasing
+        assert g.center_norm.iloc[0] > 0  # the center has left the zero start
+    # the step size per row: CMA-ES adapts its own, the GA keeps its mutation strength
+    assert (df.sigma > 0).all()
+    assert df[df.strategy == "cmaes"].sigma.nunique() > 1
+    assert df[df.strategy == "ga"].sigma.nunique() == 1
     summary = json.loads((out / "summary.json").read_text())
     assert set(SUMMARY_KEYS) <= set(summary)
     assert summary["islands"] == 2 and summary["env"] == "CartPole-v1"

@@ -89,6 +89,7 @@ class Strategy(ABC):
 
     # ---- public contract -------------------------------------------------------------
     popsize: int
+    sigma: float  # the step size now (CMA-ES adapts it; the others keep their initial one)
 
     def ask(self) -> np.ndarray:
         """Sample the next population, shape ``(popsize, dim)``, float64."""
