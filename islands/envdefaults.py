@@ -138,6 +138,33 @@ Why these values:
   generations: all solved, median 37.5 s, two at 90 s or more (90.2, 124.8); over 53 runs
   of the row at 5 generations in this and earlier sessions, three were unsolved at 240 s.
   The goal (seeds 0-9, worst <= 90 s) is met by one of the three sets of ten.
+  Against the rest of the tail, on fresh seeds (``--seeds 20-29 --variant row= --variant
+  "s1=--sigma 1.0" --variant "mig50=--migration-interval 50"``, then ``--seeds 30-39
+  --variant "mix=--strategy sep-cmaes,cmaes --sigma 0.5" --variant "cma=--strategy cmaes
+  --sigma 0.5"``, ``--seeds 40-49 --variant cma=... --variant "h8=--hidden 8"`` and
+  ``--seeds 0-9,50 --variant h8=...``; same command, quiet), pooled with the runs above (run
+  wall; ">90" counts unsolved runs too):
+
+  ==============================  ====  ======  ======  ========  ======
+  variant                         runs  solved  median  >90 s     worst
+  ==============================  ====  ======  ======  ========  ======
+  the row (every 25 generations)  40    39      38.0    3 (8%)    >240
+  every 5 (the old row)           19    18      48.8    2 (11%)   >240
+  every 50                        10    10      41.1    1 (10%)   103.5
+  isolated (``--migrants 0``)     20    20      43.4    1 (5%)    99.5
+  sigma 1.0                       10    9       58.0    2 (20%)   >240
+  full CMA-ES, both islands       20    20      41.5    1 (5%)    112.1
+  sep-CMA-ES + CMA-ES islands     10    10      36.1    2 (20%)   172.3
+  hidden (8,)                     21    21      40.8    2 (10%)   144.6
+  ==============================  ====  ======  ======  ========  ======
+
+  Every setting has a tail of about one run in ten to twenty beyond 90 s, so a set of ten
+  meets "worst <= 90 s" about half the time whichever row is chosen; the row keeps the
+  lowest median. The slow runs are not drifting searches: the ``sigma`` and
+  ``center_norm`` columns of slow runs (131-172 s) and fast ones (23-37 s) match at
+  generation 38 (step size 0.39-0.56, center length 7-11); the slow ones just take 300-500
+  generations of noisy progress, and their candidates' 10-episode re-evaluations (up to
+  231 +- 23) fail the test (-2 over 20 episodes).
   LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, its weights in a box of +-0.5 (the paragraph
