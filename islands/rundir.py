@@ -17,6 +17,7 @@ checkpoints/       island-NN.npz and coordinator.npz (islands.storage; --checkpo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Any
@@ -24,14 +25,15 @@ from typing import Any
 import numpy as np
 
 from . import plainstate
+from .messages import IslandReport
 
+# A row is an island's report (``messages.IslandReport``: every field but the island
+# process's own clock) with the run's wall time and the archipelago's totals (all islands)
+# when the row was recorded. Taken from the dataclass, so a new report field is a column.
+_REPORT_FIELDS = tuple(f.name for f in dataclasses.fields(IslandReport)
+                       if f.name != "island_wall_s")
 METRIC_COLUMNS = (
-    "island", "strategy", "generation", "wall_s", "evals", "env_steps", "fitness_max",
-    "fitness_mean", "best_so_far", "immigrants", "immigrants_new", "rejected", "frames",
-    "call_s", "evals_per_s", "steps_per_s", "obs_count", "episodes", "restarts",
-    "confirmations", "peak_rss_mb", "episodes_per_eval", "rank_agreement", "sigma",
-    "center_norm",
-    # the archipelago's totals (all islands) when the row was recorded
+    *_REPORT_FIELDS[:3], "wall_s", *_REPORT_FIELDS[3:],
     "total_evals", "total_episodes", "total_env_steps",
 )
 SUMMARY_KEYS = (
