@@ -160,7 +160,7 @@ Why these values:
 
   Every setting has a tail of about one run in ten to twenty beyond 90 s, so a set of ten
   meets "worst <= 90 s" about half the time whichever row is chosen; the row keeps the
-  lowest median. The slow runs are not drifting searches: the ``sigma`` and
+  lowest median of the settings run 20 times or more. The slow runs are not drifting searches: the ``sigma`` and
   ``center_norm`` columns of slow runs (131-172 s) and fast ones (23-37 s) match at
   generation 38 (step size 0.39-0.56, center length 7-11); the slow ones just take 300-500
   generations of noisy progress, and their candidates' 10-episode re-evaluations (up to
