@@ -160,11 +160,11 @@ Why these values:
 
   Every setting has a tail of about one run in ten to twenty beyond 90 s, so a set of ten
   meets "worst <= 90 s" about half the time whichever row is chosen; the row keeps the
-  lowest median of the settings run 20 times or more. The slow runs are not drifting searches: the ``sigma`` and
-  ``center_norm`` columns of slow runs (131-172 s) and fast ones (23-37 s) match at
-  generation 38 (step size 0.39-0.56, center length 7-11); the slow ones just take 300-500
-  generations of noisy progress, and their candidates' 10-episode re-evaluations (up to
-  231 +- 23) fail the test (-2 over 20 episodes).
+  lowest median of the settings run 20 times or more. The slow runs are not drifting
+  searches: the ``sigma`` and ``center_norm`` columns of slow runs (131-172 s) and fast
+  ones (23-37 s) match at generation 38 (step size 0.39-0.56, center length 7-11); the
+  slow ones just take 300-500 generations of noisy progress, and their candidates'
+  10-episode re-evaluations (up to 231 +- 23) fail the test (-2 over 20 episodes).
   LunarLanderContinuous-v3 keeps full CMA-ES: not measured.
 - BipedalWalker: a linear policy (``hidden=()``: 24 normalized observations -> 4 tanh-squashed
   torques, 100 parameters) with full CMA-ES, its weights in a box of +-0.5 (the paragraph

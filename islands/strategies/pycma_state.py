@@ -2,9 +2,9 @@
 
 pycma's ``CMAEvolutionStrategy`` is a deep object graph. ``encode_graph`` walks it and
 writes every attribute as plain data (arrays, numbers, strings, lists/dicts, with
-``{"__t__": ...}`` markers for sub-objects, tuples, numpy scalars and shared references),
-skipping what is not state (options, the logger, bound functions such as the sampler's
-``randn``). ``CMAES.load_state_dict`` builds a fresh ES with the saved options, and
+``{"__t__": ...}`` markers for sub-objects, tuples, ranges, numpy scalars and shared
+references), skipping what is not state (options, the logger, bound functions such as the
+sampler's ``randn``). ``CMAES.load_state_dict`` builds a fresh ES with the saved options, and
 ``decode_graph`` writes the values back into its sub-objects (creating pycma objects that
 appeared later with ``cls.__new__``; only classes from the ``cma`` package are accepted).
 pycma's solution archives are keyed by ``hash(x.tobytes())``, which changes between Python
@@ -112,6 +112,8 @@ class _Encoder:
         if type(v) is tuple:
             items = [self.encode(x, f"{path}[{i}]") for i, x in enumerate(v)]
             return {"__t__": "tuple", "v": items}
+        if type(v) is range:  # selective mirroring keeps its mirrors' indices as a range
+            return {"__t__": "range", "v": [v.start, v.stop, v.step]}
         if id(v) in self.memo:
             return {"__t__": "ref", "id": self.memo[id(v)]}
         if type(v) is np.ndarray:
@@ -193,6 +195,8 @@ class _Decoder:
             return np.asarray(e["v"])[()]
         if t == "tuple":
             return tuple(self.decode(x) for x in e["v"])
+        if t == "range":
+            return range(*(int(x) for x in e["v"]))
         if t == "ref":
             return self.memo[int(e["id"])]
         if t == "arr":
