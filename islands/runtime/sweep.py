@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import shutil
 import time
 from pathlib import Path
@@ -38,33 +39,63 @@ TRIAL_METRICS = ("generation", "best_fitness", "total_evals", "total_env_steps",
 
 @dataclasses.dataclass(frozen=True)
 class TrialPlan:
-    """What the driver decided for one trial: its CPU share per island (the bundles' size)
-    and the placement group's bundles."""
+    """What the driver decided for one trial: its CPU share per island (the bundles' size),
+    the placement group's bundles, and the real cores it occupies when it runs alone
+    (:func:`exclusive_cpus`). ``shared``: the experiment asked for a share per island that
+    the cluster cannot give this many islands, so they share its CPUs (default share)."""
 
     trial_id: str
     cpus_per_island: float
     bundles: list[dict[str, float]]
+    exclusive_cpus: int = 1
+    shared: bool = False
+
+
+def exclusive_cpus(bundles: list[dict[str, float]]) -> int:
+    """Cores a trial keeps busy: each worker process's CPUs rounded up (an island with a
+    0.25 share still runs a whole thread), plus one for the trial's coordinator, tester
+    and driver loop, which Ray books at 0 CPUs but which do run."""
+    return sum(math.ceil(b.get("CPU", 0.0) - 1e-9) for b in bundles) + 1
+
+
+def _plan_one(cfg, nodes: list[dict[str, float]]) -> tuple[float, list, bool]:
+    """(share, host bundles, shared) of one trial's config on ``nodes``."""
+    node_cpus = [n.get("CPU", 0.0) for n in nodes]
+    fitting = default_cpu_share(cfg.islands, node_cpus)
+    share, shared = cfg.cpus_per_island or fitting, False
+    if share > fitting:  # e.g. 16 islands x 1 CPU on a 2-core laptop: share the cores
+        share, shared = fitting, True
+    cfg = dataclasses.replace(cfg, cpus_per_island=share)
+    plan = place_by_node_type(plan_islands(cfg, node_cpus), nodes)
+    # One bundle per worker process, as the launcher will group the islands.
+    hosts = plan_hosts(plan, nodes, cfg.islands_per_process)
+    return share, [h.needs() for h in hosts], shared
 
 
 def plan_trials(exp_dir: Path) -> dict[str, TrialPlan]:
     """Bundles per trial, from the connected cluster's nodes, as the launcher would plan
     each run on the whole cluster (its ``--cpus-per-island`` where the experiment sets
-    one, else the default share)."""
+    one and the cluster has room for it, else the default share)."""
     from ..experiment.spec import trial_config
 
     nodes = cluster_nodes()
-    node_cpus = [n.get("CPU", 0.0) for n in nodes]
     plans = {}
     for trial in _trials(exp_dir).values():
         cfg = trial_config(trial, out=str(exp_dir / RUNS_DIR / trial.trial_id),
                            namespace=namespace_of(exp_dir, trial.trial_id))
-        share = cfg.cpus_per_island or default_cpu_share(cfg.islands, node_cpus)
-        cfg = dataclasses.replace(cfg, cpus_per_island=share)
-        plan = place_by_node_type(plan_islands(cfg, node_cpus), nodes)
-        # One bundle per worker process, as the launcher will group the islands.
-        hosts = plan_hosts(plan, nodes, cfg.islands_per_process)
-        plans[trial.trial_id] = TrialPlan(trial.trial_id, share, [h.needs() for h in hosts])
+        share, bundles, shared = _plan_one(cfg, nodes)
+        plans[trial.trial_id] = TrialPlan(trial.trial_id, share, bundles,
+                                          exclusive_cpus(bundles), shared)
     return plans
+
+
+def exclusive_concurrency(plans: dict[str, TrialPlan], total_cpus: float) -> int:
+    """Trials at once such that each keeps its cores to itself: wall-clock times and
+    throughputs are the measured quantities, and two trials packed onto the same cores
+    slow each other (two 1-island trials on a 2-core laptop did). One at a time where the
+    cluster has fewer CPUs than two of the largest trials need."""
+    need = max((p.exclusive_cpus for p in plans.values()), default=1)
+    return max(1, int(total_cpus // need))
 
 
 def _trials(exp_dir: Path) -> dict[str, Any]:
@@ -82,22 +113,50 @@ def namespace_of(exp_dir: Path, trial_id: str) -> str:
 
 # ---- inside a trial ------------------------------------------------------------------------
 def run_trial(config: dict[str, Any], exp_dir: str, plans: dict[str, TrialPlan]) -> None:
-    """Tune's function for one trial: one archipelago run into ``runs/<trial>/``."""
+    """Tune's function for one trial: one archipelago run into ``runs/<trial>/``. Its
+    ``trial.json`` records when it ran (the report counts the trials that overlapped it),
+    its CPU share, and, for a run that raised, ``status`` crashed or oom with the reason:
+    a trial that failed stays a row of the results."""
     from .launch import run
 
     exp = Path(exp_dir)
     trial = _trials(exp)[config["trial"]]
+    plan = plans[trial.trial_id]
     run_dir = exp / RUNS_DIR / trial.trial_id
     done = run_dir / "summary.json"
     if done.exists():  # finished before Tune recorded it (a driver lost at the end)
         tune.report(_final(json.loads(done.read_text())))
         return
-    cfg = _trial_config(trial, exp, run_dir, plans[trial.trial_id].cpus_per_island)
-    summary = run(cfg, display=False, observer=_Reporter())
-    (run_dir / TRIAL_JSON).write_text(json.dumps(
-        {"trial": trial.trial_id, "label": trial.label, "seed": trial.seed,
-         "params": trial.params, "resumed": cfg.resume is not None}, indent=2) + "\n")
+    cfg = _trial_config(trial, exp, run_dir, plan.cpus_per_island)
+    record = {"trial": trial.trial_id, "label": trial.label, "seed": trial.seed,
+              "params": trial.params, "resumed": cfg.resume is not None,
+              "started_at": time.time(), "cpus_per_island": plan.cpus_per_island,
+              "shared_cpus": plan.shared, "exclusive_cpus": plan.exclusive_cpus}
+    try:
+        summary = run(cfg, display=False, observer=_Reporter())
+    except BaseException as e:
+        _write_trial(run_dir, record | {"ended_at": time.time(), **failure_of(e)})
+        raise
+    _write_trial(run_dir, record | {"ended_at": time.time()})
     tune.report(_final(summary))  # after the files: a run Tune counts as done is on disk
+
+
+def failure_of(e: BaseException) -> dict[str, str]:
+    """``status`` (oom or crashed) and a one-line ``reason`` for a run that raised."""
+    text = f"{type(e).__name__}: {e}"
+    oom = (isinstance(e, (MemoryError, ray.exceptions.OutOfMemoryError))
+           or "out of memory" in text.lower() or "OutOfMemoryError" in text)
+    if isinstance(e, KeyboardInterrupt):
+        return {"status": "interrupted", "reason": "KeyboardInterrupt"}
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return {"status": "oom" if oom else "crashed", "reason": (lines[-1] if lines else text)[:300]}
+
+
+def _write_trial(run_dir: Path, record: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = run_dir / f".{TRIAL_JSON}.tmp"
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    tmp.replace(run_dir / TRIAL_JSON)
 
 
 def _trial_config(trial, exp: Path, run_dir: Path, share: float):
@@ -161,9 +220,11 @@ def run_experiment(exp_dir: Path, verbose: int = 1, stop: Any = None,
     """Run every trial listed in ``experiment.json`` (the driver must be connected).
     ``stop``: a Tune stopper (``RunConfig(stop=...)``), e.g. one that ends the whole
     experiment early, as an interruption would. ``max_concurrent``: trials at once at most
-    (default: as many as the cluster's resources hold)."""
+    (default: :func:`exclusive_concurrency`, each trial on cores of its own)."""
     plans = plan_trials(exp_dir)
     ids = list(_trials(exp_dir))
+    if max_concurrent is None:
+        max_concurrent = exclusive_concurrency(plans, ray.cluster_resources().get("CPU", 1))
     tuner = tune.Tuner(_trainable(exp_dir, plans),
                        param_space={"trial": tune.grid_search(ids)},
                        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
