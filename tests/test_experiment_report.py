@@ -8,15 +8,17 @@ only the numbers in them are made up, so that the answers are known.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import mannwhitneyu
 
 from islands.config import from_dict, resolve
 from islands.envdefaults import env_defaults
@@ -24,6 +26,7 @@ from islands.experiment import kinds
 from islands.experiment.report import (
     REPORTS,
     scaling_answer,
+    scaling_sentence,
     speedup_sentence,
     write_report,
 )
@@ -32,6 +35,7 @@ from islands.experiment.results import (
     RUN_COLUMNS,
     collect,
     load,
+    per_config,
     speedup_table,
     write_results,
 )
@@ -64,9 +68,10 @@ def island_rows(spec: list[dict]) -> list[dict]:
 
 
 def make_run(exp: Path, trial: str, seed: int, params: dict, cfg: dict, metrics: list[dict],
-             **summary) -> Path:
+             record: dict | None = None, **summary) -> Path:
     """runs/<trial>/ as the launcher (config.yaml, metrics.parquet, summary.json) and the
-    runner (trial.json) leave it; ``summary`` overrides the summary's numbers."""
+    runner (trial.json, with ``record`` in it) leave it; ``summary`` overrides the
+    summary's numbers."""
     run = exp / kinds.RUNS_DIR / trial
     config = resolve(from_dict({**cfg, **params, "seed": seed, "out": str(run)}),
                      check_env=False)
@@ -80,7 +85,7 @@ def make_run(exp: Path, trial: str, seed: int, params: dict, cfg: dict, metrics:
         "strategies": [s.strip() for s in config.strategy.split(",")] * config.islands,
         "best_fitness": max(r["best_so_far"] for r in metrics), "test_mean": None,
         "test_std": None, "test_episodes": 0, "solved": solved, "target": config.target,
-        "stop_reason": "target" if solved else "max_evals", "wall_s": last["wall_s"],
+        "stop_reason": "target" if solved else "evaluation budget", "wall_s": last["wall_s"],
         "startup_s": 2.0, "total_evals": last["total_evals"],
         "total_env_steps": last["total_env_steps"], "total_episodes": last["total_episodes"],
         "evals_to_solve": None, "episodes_to_solve": None, "env_steps_to_solve": None,
@@ -89,7 +94,26 @@ def make_run(exp: Path, trial: str, seed: int, params: dict, cfg: dict, metrics:
     out["strategies"] = out["strategies"][: config.islands]
     rd.write_summary(out)
     (run / kinds.TRIAL_JSON).write_text(json.dumps(
-        {"trial": trial, "label": f"{trial} seed={seed}", "seed": seed, "params": params}))
+        {"trial": trial, "label": f"{trial} seed={seed}", "seed": seed, "params": params}
+        | (record or {})))
+    return run
+
+
+def failed_run(exp: Path, trial: str, seed: int, params: dict, *, status: str | None = None,
+               reason: str = "", tune_error: str = "") -> Path:
+    """A trial that raised: the runner's trial.json with its status and reason (when the
+    trial function could still write it), or only Tune's error.txt (when it could not)."""
+    run = exp / kinds.RUNS_DIR / trial
+    run.mkdir(parents=True)
+    record = {"trial": trial, "label": f"{trial} seed={seed}", "seed": seed, "params": params}
+    if status:
+        record |= {"status": status, "reason": reason}
+    (run / kinds.TRIAL_JSON).write_text(json.dumps(record))
+    if tune_error:
+        d = exp / kinds.TUNE_DIR / f"run_trial_ab12c_00009_9_trial={trial}_2026-11-26_10-00-00"
+        d.mkdir(parents=True)
+        (d / "error.txt").write_text(f"Failure # 1 (occurred at 2026-11-26)\n"
+                                     f"Traceback (most recent call last):\n  ...\n{tune_error}\n")
     return run
 
 
@@ -107,15 +131,15 @@ def make_experiment(exp: Path, report: str, grid: dict, seeds: list[int],
 
 
 def solved_run(exp, trial, seed, params, cfg, *, wall, evals, steps_per_s=1000.0, test=None,
-               solved=True, **summary):
+               solved=True, record=None, **summary):
     """A one-island run of 5 reports ending at ``wall`` s and ``evals`` evaluations."""
     dt = wall / 5
     rows = island_rows([{"dt": dt, "best": [1, 2, 3, 4, 5], "evals": evals // 5,
                          "steps": int(steps_per_s * dt)}])
     to_solve = {"evals_to_solve": evals, "wall_to_solve": wall, "env_steps_to_solve": 1,
                 "episodes_to_solve": 1} if solved else {}
-    return make_run(exp, trial, seed, params, cfg, rows, solved=solved, test_mean=test,
-                    **to_solve, **summary)
+    return make_run(exp, trial, seed, params, cfg, rows, record, solved=solved,
+                    test_mean=test, **to_solve, **summary)
 
 
 def figure_links(report: Path) -> list[str]:
@@ -128,9 +152,43 @@ def assert_report_ok(exp: Path) -> str:
     links = figure_links(path)
     assert links and all((exp / link).is_file() for link in links)
     assert "## Results per configuration" in text
-    assert "| runs | solved/runs | success rate |" in text
+    assert "| runs | solved/runs [95% CI] | median evals to solve [95% CI] |" in text
     assert "python -m islands.experiment run experiments/" in text and "--scale laptop" in text
     return text
+
+
+# ---- independent checks ------------------------------------------------------------------
+def exact_mann_whitney_p(a: list[float], b: list[float]) -> float:
+    """Two-sided exact p of the Mann-Whitney U test by enumerating every split of the pooled
+    (tie-free) samples: 2 x the smaller tail, at most 1."""
+    pooled, n = sorted(a + b), len(a)
+    rank = {v: i + 1 for i, v in enumerate(pooled)}
+    u_of = lambda xs: sum(rank[x] for x in xs) - n * (n + 1) / 2  # noqa: E731
+    u = u_of(a)
+    us = [u_of(c) for c in itertools.combinations(pooled, n)]
+    return min(1.0, 2 * min(sum(x <= u for x in us), sum(x >= u for x in us)) / len(us))
+
+
+def logrank_p(times_a, solved_a, times_b, solved_b) -> float:
+    """The log-rank test by its formula (observed minus expected events of group a over the
+    distinct event times, hypergeometric variance), p from the normal tail via erfc."""
+    t = np.r_[times_a, times_b]
+    e = np.r_[solved_a, solved_b].astype(bool)
+    g = np.r_[np.zeros(len(times_a)), np.ones(len(times_b))]
+    o_minus_e = var = 0.0
+    for s in np.unique(t[e]):
+        at_risk = t >= s
+        n, n_a = at_risk.sum(), (at_risk & (g == 0)).sum()
+        d, d_a = (e & (t == s)).sum(), (e & (t == s) & (g == 0)).sum()
+        o_minus_e += d_a - d * n_a / n
+        var += d * (n_a / n) * (1 - n_a / n) * (n - d) / (n - 1) if n > 1 else 0.0
+    return math.erfc(abs(o_minus_e) / math.sqrt(var) / math.sqrt(2))
+
+
+def wilson_by_hand(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    p = k / n
+    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
 
 
 # ---- tests -----------------------------------------------------------------------------
@@ -161,7 +219,7 @@ def generic_exp(tmp_path_factory) -> Path:
                    evals_to_solve=99, num_params=36)
     pd.read_parquet(run / "metrics.parquet").drop(columns="peak_rss_mb").to_parquet(
         run / "metrics.parquet")
-    # t3 failed: its directory has no summary.json; t2 has not run
+    # t3 is still running (a directory without summary, no failure recorded); t2 has not run
     (exp / kinds.RUNS_DIR / "t3").mkdir()
     (exp / kinds.RUNS_DIR / "t3" / kinds.TRIAL_JSON).write_text('{"trial": "t3"}')
     return exp
@@ -173,8 +231,10 @@ def test_results_columns_and_values(generic_exp):
     assert list(results.columns) == ["trial", "label", "seed", "config", "hidden",
                                      "migration_interval", *fixed]
     assert list(curves.columns) == list(CURVE_COLUMNS)
-    t0, t1 = results.set_index("trial").loc["t0"], results.set_index("trial").loc["t1"]
-    assert list(results["trial"]) == ["t0", "t1"]  # t2 / t3 have no summary.json
+    by = results.set_index("trial")
+    assert list(results["trial"]) == ["t0", "t1", "t2", "t3"]  # every trial is a row
+    assert list(results["status"]) == ["solved", "unsolved", "missing", "missing"]
+    t0, t1 = by.loc["t0"], by.loc["t1"]
     assert (t0.hidden, t1.hidden) == ("32-16", "linear")
     assert t0.config == "hidden=32-16, migration_interval=5"
     assert (t0.strategy, t1.strategy) == ("cmaes,openai-es", "cmaes")
@@ -184,11 +244,14 @@ def test_results_columns_and_values(generic_exp):
     assert t0.s_per_gen == pytest.approx((4.0 / 4 + 3.4 / 2) / 2)  # mean over islands
     assert t0.peak_mem_mb == 250.0 and np.isnan(t1.peak_mem_mb)
     assert t0.solved and t0.evals_to_solve == 50 and t0.wall_to_solve == 3.9
+    assert (t0.evals_used, t0.wall_used) == (50, 3.9)  # solved: its time to solve
     assert t0.test_mean == 210.5 and t0.target == 200.0
     assert t0.total_env_steps == 4000 + 2000 and t0.wall_s == 4.0
     assert t0.env_steps_per_s == pytest.approx(6000 / 4.0)
-    # unsolved: no time to solve even if the summary had a number; no test: NaN
+    assert t0.evals_per_s_island == pytest.approx(60 / 4.0 / 2)
+    # unsolved: no time to solve even if the summary had a number; censored at its budget
     assert not t1.solved and np.isnan(t1.evals_to_solve) and np.isnan(t1.test_mean)
+    assert (t1.evals_used, t1.wall_used) == (20, 1.0) and t1.reason == "evaluation budget"
     c0 = curves[curves["trial"] == "t0"]
     assert list(c0["wall_s"]) == [1.0, 1.7, 2.0, 3.0, 3.4, 4.0]
     assert list(c0["best_fitness"]) == [1, 10, 10, 10, 12, 20]  # archipelago running max
@@ -206,119 +269,202 @@ def test_load_writes_then_reads_parquet(generic_exp):
 
 def test_generic_report_states_missing_trials(generic_exp):
     text = assert_report_ok(generic_exp)
-    assert "**Runs:** 2 finished of 4 trials; 2 missing" in text and "t2, t3" in text
-    assert "| 32-16 | 5 | 1 | 1/1 | 1 | 50 | 3.9 | 210.5 |" in text
+    assert "**Runs:** 2 of 4 trials ran (1 solved, 1 unsolved); 2 not run yet (t2, t3)." in text
+    assert "| 32-16 | 5 | 1 | 1/1 = 100% [21%, 100%] | 50 [50, 50] | 3.9 [3.9, 3.9] |" in text
+    assert "| linear | 5 | 1 | 0/1 = 0% [0%, 79%] | not reached | not reached |" in text
+    assert "commit, machine, versions: not recorded" in text
+
+
+@pytest.fixture(scope="module")
+def failure_exp(tmp_path_factory) -> Path:
+    """cmaes: 4 seeds solve at 1,000-4,000 evaluations, seed 4 runs out of memory (the
+    runner recorded it); openai-es never solves (5,000-evaluation budget) and its seed 4
+    crashed so hard that only Tune's error.txt tells."""
+    trials = [(f"t{i}", {"strategy": s}, seed) for i, (s, seed) in enumerate(
+        (s, seed) for s in ("cmaes", "openai-es") for seed in range(5))]
+    exp = make_experiment(tmp_path_factory.mktemp("fail") / "exp", "generic",
+                          {"strategy": ["cmaes", "openai-es"]}, list(range(5)), trials)
+    cfg = {"env": "LunarLander-v3", "islands": 1}
+    for trial, params, seed in trials:
+        if trial == "t4":
+            failed_run(exp, trial, seed, params, status="oom",
+                       reason="OutOfMemoryError: Task was killed due to the node running low "
+                              "on memory.")
+        elif trial == "t9":
+            failed_run(exp, trial, seed, params, tune_error="ValueError: boom in the island")
+        elif params["strategy"] == "cmaes":
+            solved_run(exp, trial, seed, params, cfg, wall=10.0 * (seed + 1),
+                       evals=1000 * (seed + 1), test=220.0)
+        else:
+            solved_run(exp, trial, seed, params, cfg, wall=50.0, evals=5000, solved=False)
+    return exp
+
+
+def test_every_trial_is_a_row_and_failures_count(failure_exp):
+    results, _ = collect(failure_exp)
+    assert len(results) == 10
+    by = results.set_index("trial")
+    assert (by.loc["t4", "status"], by.loc["t9", "status"]) == ("oom", "crashed")
+    assert by.loc["t9", "reason"] == "ValueError: boom in the island"
+    assert list(by.loc[["t5", "t6", "t7", "t8"], "status"]) == ["unsolved"] * 4
+    t = per_config(results, "strategy").set_index("strategy")
+    assert (t.loc["cmaes", "runs"], t.loc["cmaes", "solved"]) == (5, 4)  # the OOM: a failure
+    assert (t.loc["cmaes", "n_oom"], t.loc["openai-es", "n_crashed"]) == (1, 1)
+    assert (t.loc["cmaes", "success_low"], t.loc["cmaes", "success_high"]) == pytest.approx(
+        wilson_by_hand(4, 5))
+    # Kaplan-Meier by hand: the OOM run is censored at 0 (at risk nowhere), so 4 at risk:
+    # S = 3/4 after 1,000, 2/4 after 2,000: the median is 2,000
+    assert t.loc["cmaes", "evals_to_solve"] == 2000
+    assert math.isinf(t.loc["openai-es", "evals_to_solve"])  # never solved: not reached
+    text = assert_report_ok(failure_exp)
+    assert "**Runs:** 10 of 10 trials ran (4 solved, 4 unsolved, 1 oom, 1 crashed)." in text
+    assert ("- t4 (t4 seed=4): oom: OutOfMemoryError: Task was killed due to the node "
+            "running low on memory.") in text
+    assert "- t9 (t9 seed=4): crashed: ValueError: boom in the island" in text
+    assert "| openai-es | 5 | 0/5 = 0% [0%, 43%] | not reached | not reached |" in text
+    assert "| cmaes | 5 | 4/5 = 80% [38%, 96%] | 2,000 [1,000, " in text
 
 
 @pytest.fixture(scope="module")
 def scaling_exp(tmp_path_factory) -> Path:
-    """cmaes solves at 100 and 1,000 parameters (>= half its seeds), not at 10,000;
-    sep-cmaes matches it at 1,000 with fewer evaluations and solves at 10,000."""
+    """5 seeds per cell. cmaes solves every seed at 100 parameters, none at 1,000 (the clock
+    stopped them all) and every seed again at 10,000; sep-cmaes solves everywhere."""
     sizes = {(4,): 100, (16,): 1000, (64,): 10000}
-    outcome = {  # (strategy, size): [(solved, evals) per seed]
-        ("cmaes", 100): [(1, 1000), (1, 1200)], ("cmaes", 1000): [(1, 5000), (0, 0)],
-        ("cmaes", 10000): [(0, 0), (0, 0)], ("sep-cmaes", 100): [(1, 1500), (1, 1500)],
-        ("sep-cmaes", 1000): [(1, 4000), (0, 0)], ("sep-cmaes", 10000): [(1, 9000), (1, 9000)]}
     trials = [(f"t{n}", {"hidden": list(h), "strategy": s}, seed)
               for n, ((h, s), seed) in enumerate(
                   ((h, s), seed) for h in sizes for s in ("cmaes", "sep-cmaes")
-                  for seed in (0, 1))]
+                  for seed in range(5))]
     exp = make_experiment(tmp_path_factory.mktemp("scaling") / "exp", "network-scaling",
                           {"hidden": [[4], [16], [64]], "strategy": ["cmaes", "sep-cmaes"]},
-                          [0, 1], trials)
+                          list(range(5)), trials)
     for trial, params, seed in trials:
         size = sizes[tuple(params["hidden"])]
-        solved, evals = outcome[(params["strategy"], size)][seed]
+        fails = params["strategy"] == "cmaes" and size == 1000
         solved_run(exp, trial, seed, params, {"env": "LunarLander-v3", "islands": 1},
-                   wall=10.0 * (1 + size / 1000), evals=evals or 8000, solved=bool(solved),
-                   test=250.0 if solved else 90.0, num_params=size)
+                   wall=10.0 * (1 + size / 1000), evals=1000 * (seed + 1), solved=not fails,
+                   test=None if fails else 250.0, num_params=size,
+                   stop_reason="time budget" if fails else "target")
     return exp
 
 
-def test_network_scaling_n_max_and_crossover(scaling_exp):
+def test_network_scaling_n_max_stops_at_the_first_failure(scaling_exp):
     results, _ = collect(scaling_exp)
     ans = scaling_answer(results)
-    assert ans["n_max"] == 1000 and ans["n_max_hidden"] == "16"
-    c = ans["crossover"]  # equal success (50%) at 1,000, fewer evaluations
+    assert ans["n_max"] == 100 and ans["n_max_hidden"] == "4"  # not 10,000: 1,000 failed
+    assert int(ans["broke"].num_params) == 1000 and ans["broke"].stopped_by_clock == 5
+    c = ans["crossover"]  # 5/5 vs 0/5: Wilson [57%, 100%] vs [0%, 43%] do not overlap
     assert (c["num_params"], c["strategy"]) == (1000, "sep-cmaes")
-    assert c["why"] == "equal success, median 4,000 vs 5,000 evals"
-    later = scaling_answer(results[~((results["num_params"] == 1000)
-                                     & (results["strategy"] == "sep-cmaes"))])
-    assert later["crossover"]["num_params"] == 10000  # higher success at 10,000
-    assert "success 100% vs 0%" in later["crossover"]["why"]
-    none = scaling_answer(results[results["strategy"] == "sep-cmaes"])
-    assert none["n_max"] is None and none["crossover"] is None
+    assert c["why"] == "success 5/5 = 100% [57%, 100%] vs 0/5 = 0% [0%, 43%]"
     text = assert_report_ok(scaling_exp)
-    assert "**N_max** (largest network cmaes solves in >= half its seeds): 1,000." in text
-    assert "up to N_max = 1,000 parameters (hidden 16); sep-cmaes overtakes it from 1,000" in text
+    assert "up to N_max = 10,000" not in text
+    assert "at every size up to N_max = 100 parameters (hidden 4: 5/5 = 100% [57%, 100%])" \
+        in text
+    assert ("at 1,000 (hidden 16) it solved 0/5 = 0% [0%, 43%], but 5 of its 5 runs were "
+            "stopped by the clock") in text
+    # two seeds per cell: nothing is claimed
+    two = results[results["seed"] < 2]
+    assert scaling_answer(two)["crossover"] is None
+    assert "no difference shown" in scaling_sentence(scaling_answer(two), "LunarLander-v3")
 
 
 @pytest.fixture(scope="module")
 def worker_exp(tmp_path_factory) -> Path:
-    """Time to solve 100 / 55 / 30 / 25 s at 1 / 2 / 4 / 8 islands (one k=8 run unsolved);
-    throughput 1000 / 1900 / 3600 / 6000 env steps/s."""
-    ks = {1: (100.0, 1000.0), 2: (55.0, 1900.0), 4: (30.0, 3600.0), 8: (25.0, 6000.0)}
-    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in ks for s in (0, 1)]
+    """k = 1, 2, 4 islands x 5 seeds. Evaluations to solve: k = 1 800-1,200; k = 2 900,
+    1,100, 1,200, 1,400 and one run unsolved at its 5,000-evaluation budget; k = 4 2,000
+    each. Per island: 100 evals/s at k = 1, 90 at k = 2 (each trial alone, a core per
+    island); k = 4 ran on shared CPUs, two trials at once."""
+    spec = {1: ([800, 900, 1000, 1100, 1200], 100.0), 2: ([900, 1100, 1200, 5000, 1400], 90.0),
+            4: ([2000] * 5, 40.0)}
+    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in spec for s in range(5)]
     exp = make_experiment(tmp_path_factory.mktemp("workers") / "exp", "worker-scaling",
-                          {"islands": list(ks)}, [0, 1], trials)
+                          {"islands": list(spec)}, list(range(5)), trials)
+    clock = 0.0
     for trial, params, seed in trials:
-        wall, thr = ks[params["islands"]]
-        unsolved = params["islands"] == 8 and seed == 1
-        solved_run(exp, trial, seed, params, {"env": "CartPole-v1"},
-                   wall=60.0 if unsolved else wall, evals=1000, steps_per_s=thr,
-                   solved=not unsolved, test=500.0)
+        k = params["islands"]
+        evals, rate = spec[k][0][seed], spec[k][1]
+        wall = evals / rate / k
+        start = clock - (wall / 2 if k == 4 and seed % 2 else 0.0)  # k = 4: overlapping
+        record = {"started_at": 1e9 + start, "ended_at": 1e9 + start + wall + 5,
+                  "shared_cpus": k == 4, "cpus_per_island": 0.5 if k == 4 else 1.0}
+        clock = start + wall + 10
+        unsolved = k == 2 and seed == 3
+        solved_run(exp, trial, seed, params, {"env": "CartPole-v1", "islands": k},
+                   wall=wall, evals=evals, solved=not unsolved, test=500.0, record=record)
     return exp
 
 
-def test_worker_scaling_speedup_and_efficiency(worker_exp):
+def test_worker_scaling_is_algorithm_times_system(worker_exp):
     results, _ = collect(worker_exp)
     t = speedup_table(results).set_index("islands")
-    assert list(t.index) == [1, 2, 4, 8]
-    assert t.loc[8, "wall_to_solve"] == 25.0  # the unsolved k=8 run is left out of T(8)
-    np.testing.assert_allclose(t["speedup"], [1, 100 / 55, 100 / 30, 4.0])
-    np.testing.assert_allclose(t["efficiency"], [1, 100 / 110, 100 / 120, 0.5])
-    np.testing.assert_allclose(t["throughput_ratio"], [1, 1.9, 3.6, 6.0], rtol=1e-3)
-    np.testing.assert_allclose(t["throughput_efficiency"], [1, 0.95, 0.9, 0.75], rtol=1e-3)
-    sentence = speedup_sentence(speedup_table(results))
-    assert "meets the plan's > 0.7x linear at k = 2, 4 and falls short at k = 8" in sentence
-    assert "S(8) = 4.00, efficiency 0.50" in sentence
-    assert "throughput at k = 8 is 6.00x k = 1 (efficiency 0.75)" in sentence
+    assert list(t.index) == [1, 2, 4]
+    # the unsolved k = 2 run is censored, not dropped: KM median 1,200 (solved-only: 1,150)
+    assert list(t["evals_to_solve"]) == [1000, 1200, 2000]
+    np.testing.assert_allclose(t["algorithmic"], [1, 1000 / 1200, 0.5])
+    np.testing.assert_allclose(t.loc[[1, 2], "rate"], [100, 90], rtol=1e-6)
+    assert list(t["system_measured"]) == [True, True, False]  # k = 4: shared CPUs
+    assert list(t["concurrency"]) == [1, 1, 2]
+    np.testing.assert_allclose(t.loc[2, "efficiency"], 1000 / 1200 * 0.9)
+    np.testing.assert_allclose(t.loc[2, "speedup"], 2 * 1000 / 1200 * 0.9)
+    sentence = speedup_sentence(speedup_table(results), cores=2)
+    assert "k = 4: algorithmic factor A = 0.5 [" in sentence
+    assert "system factor not measured here (this machine has 2 cores)" in sentence
+    assert "k = 2: efficiency 0.75 [" in sentence and "its interval contains 0.7" in sentence
     text = assert_report_ok(worker_exp)
-    assert sentence in text
+    assert "| 4 | 5/5 = 100% [57%, 100%] | 2,000 [2,000, 2,000] | 0.5 [" in text
 
 
-def neuromod_exp(root: Path, seeds: list[int], policies=("neuromod", "mlp")) -> Path:
-    scores = {"neuromod": [210.0, 220.0, 230.0, None], "mlp": [100.0, 110.0, 120.0, 130.0]}
+def neuromod_exp(root: Path, seeds: list[int], policies=("neuromod", "mlp"),
+                 clock: bool = False) -> Path:
+    """neuromod: final tests 210-240 and one run that never reached a test (its training
+    best, 240, must not stand in); solved at 2,000-5,000 evaluations but seed 4. mlp: tests
+    100-140, solved at 500-900 evaluations."""
+    scores = {"neuromod": [210.0, 220.0, 230.0, 240.0, None],
+              "mlp": [100.0, 110.0, 120.0, 130.0, 140.0]}
+    evals = {"neuromod": [2000, 3000, 4000, 5000, 10000], "mlp": [500, 600, 700, 800, 900]}
     trials = [(f"{p}-{s}", {"policy": p}, s) for p in policies for s in seeds]
     exp = make_experiment(root, "neuromod-vs-cmaes", {"policy": ["neuromod", "mlp"]}, seeds,
                           trials, base={"hidden": [16]})
     for trial, params, seed in trials:
-        # the untested neuromod run's best training fitness (240) stands in for it
+        p = params["policy"]
+        solved = not (p == "neuromod" and seed == 4)
+        stop = "time budget" if clock and trial == "neuromod-4" else None
         solved_run(exp, trial, seed, params, {"env": "LunarLander-v3", "hidden": [16]},
-                   wall=30.0, evals=100_000, solved=False, test=scores[params["policy"]][seed],
-                   best_fitness=240.0 if params["policy"] == "neuromod" else 140.0)
+                   wall=30.0, evals=evals[p][seed], solved=solved, test=scores[p][seed],
+                   best_fitness=240.0 if p == "neuromod" else 140.0,
+                   **({"stop_reason": stop} if stop else {}))
     return exp
 
 
 @pytest.fixture(scope="module")
-def neuromod_four(tmp_path_factory) -> Path:
-    return neuromod_exp(tmp_path_factory.mktemp("neuromod") / "exp", [0, 1, 2, 3])
+def neuromod_five(tmp_path_factory) -> Path:
+    return neuromod_exp(tmp_path_factory.mktemp("neuromod") / "exp", list(range(5)))
 
 
-def test_neuromod_vs_cmaes_mann_whitney(neuromod_four):
-    text = assert_report_ok(neuromod_four)
-    expected = mannwhitneyu([210, 220, 230, 240], [100, 110, 120, 130], alternative="two-sided")
-    assert f"Mann-Whitney U = {expected.statistic:g}, p = {expected.pvalue:.3g} < 0.05" in text
-    assert "neuromod is better than mlp at the same budget (median 225 vs 115" in text
-    assert "1 run(s) have no test mean: their best training fitness stands in" in text
+def test_neuromod_vs_cmaes_tests_on_test_means_and_all_runs(neuromod_five):
+    text = assert_report_ok(neuromod_five)
+    p = exact_mann_whitney_p([210, 220, 230, 240], [100, 110, 120, 130, 140])
+    assert p == pytest.approx(2 / 126)
+    # p < 0.05, but the untested run leaves neuromod 4 test means: no claim below 5
+    assert ("Final test means: no difference shown (median 225 vs 120; Mann-Whitney U = 20, "
+            f"p = {p:.3g}; runs with a final test: 4 of 5 vs 5 of 5; fewer than 5 runs with a "
+            "final test in an arm)") in text
+    assert ("neuromod-4 (unsolved: no final test: no candidate reached the target in "
+            "training)") in text and "stands in" in text  # named: no training fitness
+    lr = logrank_p([2000, 3000, 4000, 5000, 10000], [1, 1, 1, 1, 0],
+                   [500, 600, 700, 800, 900], [1] * 5)
+    assert f"log-rank p = {lr:.3g} < 0.05" in text
+    assert "mlp solves in fewer evaluations than neuromod" in text
 
 
-def test_neuromod_needs_two_seeds_and_both_arms(tmp_path):
-    one = assert_report_ok(neuromod_exp(tmp_path / "one", [0]))
-    assert "No test: needs >= 2 seeds per arm (neuromod: 1, mlp: 1)." in one
+def test_neuromod_needs_runs_and_both_arms_and_the_evaluation_budget(tmp_path):
+    two = assert_report_ok(neuromod_exp(tmp_path / "two", [0, 1]))
+    assert "No difference shown in evaluations to solve" in two
+    assert "fewer than 5 runs per arm" in two
     half = assert_report_ok(neuromod_exp(tmp_path / "half", [0, 1], policies=("mlp",)))
-    assert "No test: arm neuromod has no finished runs" in half
-    assert "**Runs:** 2 finished of 2 trials." in half
+    assert "No test: arm neuromod has no finished runs." in half
+    clock = assert_report_ok(neuromod_exp(tmp_path / "clock", list(range(5)), clock=True))
+    assert ("Cannot conclude at equal evaluations: 1 run(s) were stopped by the clock before "
+            "the evaluation budget.") in clock
 
 
 def test_bipedal_and_pong_answers(tmp_path):
@@ -328,14 +474,16 @@ def test_bipedal_and_pong_answers(tmp_path):
     solved_run(exp, "t0", 0, {}, cfg, wall=1200.0, evals=400_000, test=310.0)
     solved_run(exp, "t1", 1, {}, cfg, wall=3000.0, evals=500_000, test=250.0, solved=False)
     text = assert_report_ok(exp)
-    assert ("BipedalWalker-v3: reached 300 in 1 of 2 seeds, median 400,000 evaluations / "
-            "20.0 min.") in text
+    # one of two solved: the KM median (S = 1/2 at 400,000) is 400,000
+    assert ("BipedalWalker-v3: reached 300 in 1/2 = 50% [9%, 91%] runs; median 400,000 ["
+            in text) and "(Kaplan-Meier, unsolved runs censored)" in text
     pong = make_experiment(tmp_path / "pong", "pong", {}, [0, 1],
                            [("t0", {}, 0), ("t1", {}, 1)])
     for seed, test in ((0, -15.0), (1, -12.5)):
         solved_run(pong, f"t{seed}", seed, {}, {"env": "Pong-v5", "islands": 1}, wall=600.0,
                    evals=10_000, test=test, solved=False)
-    assert "Pong-v5: not reached (target 0); best test mean -12.5." in assert_report_ok(pong)
+    assert "Pong-v5: not reached (target 0) in 2 runs; best test mean -12.5." in \
+        assert_report_ok(pong)
 
 
 @pytest.mark.parametrize("kind", kinds.REPORT_KINDS)
@@ -343,9 +491,9 @@ def test_report_of_an_experiment_without_runs(tmp_path, kind):
     exp = make_experiment(tmp_path / "exp", kind, {"islands": [1, 2]}, [0],
                           [("a", {"islands": 1}, 0), ("b", {"islands": 2}, 0)])
     results, curves = write_results(exp)
-    assert results.empty and curves.empty
+    assert list(results["status"]) == ["missing", "missing"] and curves.empty
     text = write_report(exp).read_text()
-    assert "0 finished of 2 trials; 2 missing (failed or not run yet: a, b)" in text
+    assert "0 of 2 trials ran; 2 not run yet (a, b)" in text
     assert "No finished runs yet." in text
     assert all((exp / link).is_file() for link in figure_links(exp / kinds.REPORT_MD))
 
@@ -360,11 +508,32 @@ def test_head_to_head_arms_by_another_grid_field(tmp_path):
                    wall=10.0, evals=1000, solved=False, test=100.0 + seed)
     text = assert_report_ok(exp)
     assert "Arms by `strategy` (the grid field with two values)." in text
-    assert "No significant difference between" in text and "p = 1 >= 0.05" in text
+    assert "Final test means: no difference shown" in text and "p = 1;" in text
+    assert "fewer than 5 runs with a final test in an arm" in text
+
+
+def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp):
+    from islands.experiment.provenance import record
+
+    exp = tmp_path / "exp"
+    shutil.copytree(generic_exp, exp)
+    meta = json.loads((exp / kinds.EXPERIMENT_JSON).read_text())
+    meta["provenance"] = record({"base": {"env": "LunarLander-v3"}})
+    (exp / kinds.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    text = write_report(exp).read_text()
+    p = meta["provenance"]
+    assert f"commit `{p['commit']}`" in text and f"{p['cpus']} CPUs" in text
+    assert f"ray {p['versions']['ray']}" in text and "changed since" not in text
+    meta["provenance"]["env_table"]["LunarLander-v3"]["popsize"] = 7
+    (exp / kinds.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    text = write_report(exp).read_text()
+    popsize = env_defaults("LunarLander-v3")["popsize"]
+    assert ("**Warning: the environment table changed since these runs** (a rerun would use "
+            f"other defaults): LunarLander-v3 popsize: 7 then, {popsize} now.") in text
 
 
 @pytest.mark.parametrize("fixture,runs,images", [
-    ("scaling_exp", 12, 4), ("worker_exp", 8, 3), ("neuromod_four", 8, 3)])
+    ("scaling_exp", 30, 5), ("worker_exp", 15, 4), ("neuromod_five", 10, 4)])
 def test_notebook_executes(fixture, runs, images, request, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -383,21 +552,3 @@ def test_notebook_executes(fixture, runs, images, request, monkeypatch):
     # python3 kernel spec as sys.executable), so it imports this checkout's islands
     assert f"kernel prefix: {sys.prefix}" in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) == images
-
-
-def test_arms_that_all_reach_the_target_compare_on_evaluations_to_solve():
-    import pandas as pd
-
-    from islands.experiment.report import head_to_head, head_to_head_sentence
-
-    res = pd.DataFrame({"policy": ["mlp"] * 5 + ["neuromod"] * 5,
-                        "evals_to_solve": [300.0, 320, 350, 380, 400,
-                                           3000, 3050, 3100, 3150, 3200],
-                        "test_mean": [490.0, 500, 480, 495, 500] * 2,
-                        "best_fitness": [500.0] * 10, "solved": [True] * 10,
-                        "total_evals": [1000] * 10, "stop_reason": ["target"] * 10})
-    h = head_to_head(res, "policy", ["neuromod", "mlp"])
-    assert h["metric"] == "evaluations to solve" and not h["higher_is_better"]
-    text = head_to_head_sentence(h, ["neuromod", "mlp"])
-    assert text.startswith("mlp is better than neuromod on evaluations to solve, as every "
-                           "run reached the target (median 350 vs 3,100; Mann-Whitney U = 25")

@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="experiment directory (default: "
                    "runs/experiments/<name>-<scale>-<time>)")
     r.add_argument("--max-concurrent", type=int, default=None, metavar="N",
-                   help="trials at once at most (default: as many as the cluster holds)")
+                   help="trials at once at most (default: as many as can each have cores of "
+                   "their own, since wall clock and throughput are measured: one at a time "
+                   "where the cluster has fewer CPUs than two trials need)")
     _ray_flags(r)
     s = sub.add_parser("resume", help="continue an interrupted experiment")
     s.add_argument("dir", help="the experiment directory")
@@ -86,7 +88,9 @@ def prepare(file: str, scale: str | None, out: str | None) -> Path:
         raise ExperimentError(f"{exp_dir} already exists and is not empty (to continue it: "
                               f"python -m {PROG} resume {exp_dir})")
     exp_dir.mkdir(parents=True, exist_ok=True)
-    meta = {"spec": spec.to_dict(),
+    from .provenance import record
+
+    meta = {"spec": spec.to_dict(), "provenance": record(spec.to_dict()),
             "trials": [{"trial_id": t.trial_id, "label": t.label, "params": t.params,
                         "seed": t.seed} for t in trials(spec)]}
     (exp_dir / EXPERIMENT_JSON).write_text(json.dumps(meta, indent=2) + "\n")

@@ -121,12 +121,56 @@ def final_scores(results: pd.DataFrame, by: str, value: str = "test_mean") -> An
     return fig
 
 
+# ---- survival ----------------------------------------------------------------------------
+def km_curves(results: pd.DataFrame, by: str = "config", x: str = "evals_used") -> Any:
+    """Kaplan-Meier curves per group ``by``: the fraction of runs not yet solved against
+    evaluations (``x``), with the 95% band; a run that never solved holds the curve up
+    (censored, marked +) instead of leaving it."""
+    from .stats import kaplan_meier
+
+    fig, ax = new_figure((7.5, 4.5))
+    groups = list(dict.fromkeys(results[by])) if len(results) else []
+    for n, key in enumerate(groups):
+        runs = results[results[by] == key]
+        km = kaplan_meier(runs[x], runs["solved"])
+        color = f"C{n % 10}"
+        xs = np.concatenate([[0.0], km.times])
+        ax.step(xs, np.concatenate([[1.0], km.surv]), where="post", color=color, lw=2,
+                label=f"{key if by == 'config' else f'{by}={key}'} ({km.events}/{km.n} solved)")
+        ax.fill_between(xs, np.concatenate([[1.0], km.band_low]),
+                        np.concatenate([[1.0], km.band_high]), step="post", color=color,
+                        alpha=0.12)
+        cens = runs.loc[~runs["solved"].astype(bool), x].to_numpy(float)
+        if len(cens):
+            ax.scatter(np.nan_to_num(cens), [km.surv[-1] if len(km.surv) else 1.0] * len(cens),
+                       marker="+", color=color, s=60, zorder=3)
+    ax.axhline(0.5, color="grey", ls=":", lw=1)
+    ax.set(xlabel=EVALS_LABEL if x == "evals_used" else x.replace("_", " "),
+           ylabel="fraction of runs not yet solved", ylim=(-0.02, 1.02),
+           title="Kaplan-Meier: time to solve (+ censored: budget, clock or crash)")
+    if groups:
+        ax.legend(fontsize=7, loc="upper right")
+    else:
+        _empty(ax)
+    return fig
+
+
 # ---- network scaling (8.1) -------------------------------------------------------------
-def _vs_params(results: pd.DataFrame, column: str, ylabel: str, logy: bool) -> Any:
+def _vs_params(results: pd.DataFrame, column: str, ylabel: str, logy: bool,
+               band: tuple[str, str] | None = None) -> Any:
     fig, ax = new_figure()
     t = per_config(results, ["num_params", "strategy"]).sort_values("num_params")
+    t = t.replace([np.inf, -np.inf], np.nan)  # "not reached": no point
     for n, (strategy, g) in enumerate(t.groupby("strategy", sort=False)):
         ax.plot(g["num_params"], g[column], marker="o", color=f"C{n % 10}", label=strategy)
+        if band is not None:
+            lo, hi = g[band[0]].to_numpy(float), g[band[1]].to_numpy(float)
+            y = g[column].to_numpy(float)
+            ok = np.isfinite(y) & np.isfinite(lo)
+            hi = np.where(np.isfinite(hi), hi, np.nanmax(np.r_[y[ok], lo[ok], 1.0]) * 2)
+            ax.errorbar(g["num_params"].to_numpy(float)[ok], y[ok],
+                        yerr=[y[ok] - lo[ok], hi[ok] - y[ok]], fmt="none",
+                        color=f"C{n % 10}", capsize=3, alpha=0.6)
     if t.empty:
         _empty(ax)
     else:
@@ -140,16 +184,19 @@ def _vs_params(results: pd.DataFrame, column: str, ylabel: str, logy: bool) -> A
 
 def success_vs_params(results: pd.DataFrame) -> Any:
     """Success rate (solved runs / runs) against parameter count, one line per strategy."""
-    fig = _vs_params(results, "success_rate", "success rate (solved / runs)", logy=False)
+    fig = _vs_params(results, "success_rate", "success rate (solved / runs)", logy=False,
+                     band=("success_low", "success_high"))
     fig.axes[0].set_ylim(-0.05, 1.05)
-    fig.axes[0].set_title("success rate vs network size")
+    fig.axes[0].set_title("success rate vs network size (bars: 95% Wilson)")
     return fig
 
 
 def evals_vs_params(results: pd.DataFrame) -> Any:
-    """Median evaluations to solve (solved runs) against parameter count."""
-    fig = _vs_params(results, "evals_to_solve", "median evaluations to solve", logy=True)
-    fig.axes[0].set_title("evaluations to solve vs network size (solved runs)")
+    """Kaplan-Meier median evaluations to solve (with its interval) against parameter
+    count; a cell whose median was not reached has no point."""
+    fig = _vs_params(results, "evals_to_solve", "median evaluations to solve", logy=True,
+                     band=("evals_low", "evals_high"))
+    fig.axes[0].set_title("evaluations to solve vs network size (KM median, 95%)")
     return fig
 
 
@@ -162,9 +209,10 @@ def s_per_gen_vs_params(results: pd.DataFrame) -> Any:
 
 # ---- worker scaling (8.4) --------------------------------------------------------------
 def speedup_vs_islands(results: pd.DataFrame) -> Any:
-    """Speedup of wall-clock time to solve against islands, with linear and 0.7x linear."""
+    """The algorithmic speedup k x A(k) (with its interval) against islands, the speedup
+    k x A(k) x R(k) where the system factor was measured, linear and 0.7x linear."""
     fig, ax = new_figure()
-    t = speedup_table(results)
+    t = speedup_table(results).replace([np.inf, -np.inf], np.nan)
     if t.empty:
         _empty(ax)
     else:
@@ -172,25 +220,36 @@ def speedup_vs_islands(results: pd.DataFrame) -> Any:
         ax.plot(k, k / k0, color="grey", ls="--", label="linear")
         ax.plot(k, EFFICIENCY_GOAL * k / k0, color="grey", ls=":",
                 label=f"{EFFICIENCY_GOAL:g} x linear (plan)")
-        ax.plot(k, t["speedup"], marker="o", color="C0", lw=2,
-                label=f"S(k) = T({k0:g}) / T(k), solved runs")
+        alg = k / k0 * t["algorithmic"].to_numpy(float)
+        lo = k / k0 * t["algorithmic_low"].to_numpy(float)
+        hi = np.minimum(k / k0 * t["algorithmic_high"].to_numpy(float), 4 * k / k0)
+        ax.plot(k, alg, marker="o", color="C0", lw=2, label="algorithmic: (k/k0) x E(k0)/E(k)")
+        ax.fill_between(k, np.nan_to_num(lo), np.nan_to_num(hi, nan=0), color="C0", alpha=0.12)
+        ax.plot(k, k / k0 * t["efficiency"].to_numpy(float), marker="s", color="C3", lw=0,
+                ms=8, label="x R(k) where measured: speedup S(k)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
         ax.legend(fontsize=8)
-    ax.set(xlabel="islands k", ylabel="speedup of wall-clock time to solve",
-           title="speedup vs islands")
+    ax.set(xlabel="islands k", ylabel="speedup", title="speedup vs islands (band: interval)")
     return fig
 
 
 def throughput_vs_islands(results: pd.DataFrame) -> Any:
-    """Median env steps per second against islands, with the linear extrapolation."""
+    """Evaluations per second per island of every run against islands: filled where each
+    island had a core and the trial ran alone (what R(k) uses), hollow elsewhere."""
     fig, ax = new_figure()
-    t = speedup_table(results)
-    if t.empty:
+    if results.empty:
         _empty(ax)
     else:
-        k, base = t["islands"].to_numpy(float), float(t["env_steps_per_s"].iloc[0])
-        ax.plot(k, base * k / k[0], color="grey", ls="--", label=f"linear from k={k[0]:g}")
-        ax.plot(k, t["env_steps_per_s"], marker="o", color="C1", lw=2, label="median of runs")
+        alone = ((results["concurrency"] == 1)
+                 & ~results["shared_cpus"].fillna(True).astype(bool)).to_numpy()
+        k = results["islands"].to_numpy(float)
+        r = results["evals_per_s_island"].to_numpy(float)
+        ax.scatter(k[alone], r[alone], color="C1", label="own core, alone (measured)")
+        ax.scatter(k[~alone], r[~alone], facecolor="none", edgecolor="C1",
+                   label="shared CPUs or beside other trials")
+        ax.set_xscale("log", base=2)
         ax.legend(fontsize=8)
-    ax.set(xlabel="islands k", ylabel="env steps per second (training)",
-           title="throughput vs islands")
+    ax.set(xlabel="islands k", ylabel="evaluations per second per island",
+           title="per-island throughput vs islands")
     return fig

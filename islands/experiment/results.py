@@ -1,11 +1,15 @@
-"""An experiment's runs as two tables: ``results`` (one row per run) and ``curves`` (one row
-per island report, with the archipelago's best so far).
+"""An experiment's trials as two tables: ``results`` (one row per planned trial) and
+``curves`` (one row per island report, with the archipelago's best so far).
 
 Reads only what the launcher leaves in ``runs/<trial>/`` (``summary.json``,
-``metrics.parquet``, ``config.yaml``) plus the runner's ``trial.json`` and the experiment's
-``experiment.json``, as plain files: no Ray, and nothing from the spec module, so a report
-can be rendered anywhere the directory is copied to. A trial without ``summary.json``
-(failed, or not run yet) has no row; the report counts it as missing.
+``metrics.parquet``, ``config.yaml``) plus the runner's ``trial.json``, Tune's ``error.txt``
+and the experiment's ``experiment.json``, as plain files: no Ray, and nothing from the spec
+module, so a report can be rendered anywhere the directory is copied to.
+
+Every trial is a row with a ``status`` (:data:`STATUSES`) and its ``reason``: a run that
+crashed or ran out of memory stays in its cell as a failure, and times to solve are survival
+data: ``evals_used`` / ``wall_used`` are the time to solve of a solved run and, for the
+others, the budget they stopped on (censored there).
 """
 
 from __future__ import annotations
@@ -20,14 +24,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import kinds
+from . import kinds, stats
 
+# What became of a trial. ``timeout``: stopped by the clock (``time_budget``) unsolved;
+# ``unsolved``: stopped on its evaluation (or generation) budget; ``missing``: not run yet
+# (or still running), left out of every count.
+STATUSES = ("solved", "unsolved", "timeout", "crashed", "oom", "missing")
+FAILED = ("crashed", "oom")
 # Per-run columns after ``trial, label, seed, config`` and the grid fields.
 RUN_COLUMNS = (
-    "env", "target", "strategy", "policy", "hidden", "islands", "popsize", "episodes",
-    "num_params", "solved", "test_mean", "best_fitness", "evals_to_solve", "episodes_to_solve",
-    "env_steps_to_solve", "wall_to_solve", "total_evals", "total_episodes", "total_env_steps",
-    "wall_s", "s_per_gen", "peak_mem_mb", "env_steps_per_s", "stop_reason",
+    "status", "reason", "env", "target", "strategy", "policy", "hidden", "islands",
+    "popsize", "episodes", "num_params", "solved", "test_mean", "best_fitness",
+    "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
+    "total_evals", "total_episodes", "total_env_steps", "wall_s", "evals_used", "wall_used",
+    "stopped_by_clock", "s_per_gen", "peak_mem_mb", "env_steps_per_s", "evals_per_s_island",
+    "stop_reason", "cpus_per_island", "shared_cpus", "started_at", "ended_at", "concurrency",
 )
 ID_COLUMNS = ("trial", "label", "seed", "config")
 CURVE_COLUMNS = ("trial", "seed", "wall_s", "total_evals", "total_env_steps", "best_fitness")
@@ -125,7 +136,8 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
                  metrics: pd.DataFrame) -> dict[str, Any]:
     solved = bool(summary.get("solved"))
     row: dict[str, Any] = {
-        "env": summary.get("env", cfg.get("env")), "target": _num(summary.get("target")),
+        "env": summary.get("env", cfg.get("env")), "target": _num(summary.get("target",
+                                                                            cfg.get("target"))),
         "strategy": _strategy(summary, cfg), "policy": cfg.get("policy"),
         "hidden": _hidden(cfg), "islands": summary.get("islands", cfg.get("islands")),
         "popsize": cfg.get("popsize"), "episodes": cfg.get("episodes"),
@@ -136,12 +148,49 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
     }
     for k in TO_SOLVE:  # only a solved run has a time to solve
         row[k] = _num(summary.get(k)) if solved else math.nan
+    last = metrics.sort_values("wall_s").tail(1)  # a run without a summary: its last report
     for k in _TOTALS:
-        row[k] = _num(summary.get(k))
+        seen = float(last[k].iloc[0]) if len(last) and k in last else math.nan
+        row[k] = _num(summary[k]) if k in summary else seen
     row |= _metric_stats(metrics)
     row["env_steps_per_s"] = (row["total_env_steps"] / row["wall_s"]
                               if row["wall_s"] > 0 else math.nan)
+    islands = _num(row["islands"])
+    row["evals_per_s_island"] = (row["total_evals"] / row["wall_s"] / islands
+                                 if row["wall_s"] > 0 and islands > 0 else math.nan)
+    # survival times: solved at the time to solve, else censored at what the run used
+    row["evals_used"] = row["evals_to_solve"] if solved else row["total_evals"]
+    row["wall_used"] = row["wall_to_solve"] if solved else row["wall_s"]
     return row
+
+
+def _tune_error(exp: Path, trial: str) -> str:
+    """The last line of Tune's error.txt for ``trial`` (empty when it has none)."""
+    for path in sorted((exp / kinds.TUNE_DIR).glob(f"*trial={trial}_*/error.txt")):
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()
+                 if ln.strip()]
+        if lines:
+            return lines[-1]
+    return ""
+
+
+def status_of(summary: dict[str, Any], info: dict[str, Any], error: str) -> tuple[str, str]:
+    """(status, reason) of one trial from its summary, its trial.json and Tune's error."""
+    if summary:
+        stop = str(summary.get("stop_reason") or "")
+        if summary.get("solved"):
+            return "solved", f"passed the test ({stop or 'target'})"
+        if stop == "time budget":
+            return "timeout", "stopped by the clock (time_budget) before its evaluation budget"
+        if stop == "all islands failed":
+            return "crashed", stop
+        return "unsolved", stop or "stopped"
+    if info.get("status") in FAILED:
+        return str(info["status"]), str(info.get("reason") or "")
+    if error:
+        oom = "outofmemory" in error.lower().replace(" ", "") or "memoryerror" in error.lower()
+        return ("oom" if oom else "crashed"), error[:300]
+    return "missing", "not run yet (or still running)"
 
 
 def config_label(params: dict[str, Any], grid: list[str]) -> str:
@@ -149,15 +198,22 @@ def config_label(params: dict[str, Any], grid: list[str]) -> str:
     return ", ".join(f"{k}={params[k]}" for k in grid) or "all"
 
 
-def _run_row(run: Path, meta: dict[str, Any], grid: list[str]) -> tuple[dict, pd.DataFrame]:
+def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
+             grid: list[str]) -> tuple[dict, pd.DataFrame]:
+    run = exp / kinds.RUNS_DIR / str(planned.get("trial_id"))
     cfg = _read_yaml(run / "config.yaml")
     summary = _read_json(run / "summary.json")
     mpath = run / "metrics.parquet"
     metrics = pd.read_parquet(mpath) if mpath.exists() else pd.DataFrame(
         columns=["island", "generation", "wall_s", "best_so_far", "total_evals",
                  "total_env_steps"])
+    record = _read_json(run / kinds.TRIAL_JSON)
     info = _trial_info(run, meta, cfg)
-    fixed = _run_columns(summary, cfg, metrics)
+    status, reason = status_of(summary, record, "" if summary else _tune_error(exp, run.name))
+    fixed = _run_columns(summary, cfg, metrics) | {"status": status, "reason": reason}
+    fixed["stopped_by_clock"] = status == "timeout"
+    fixed |= {k: record.get(k) for k in ("cpus_per_island", "shared_cpus", "started_at",
+                                         "ended_at")}
     # a grid field's value as the experiment gave it; a field also in the fixed columns
     # keeps one column (the grid's value, which names the configuration)
     params = {k: param_value(info["params"].get(k, cfg.get(k, fixed.get(k)))) for k in grid}
@@ -187,18 +243,53 @@ def finished_runs(exp_dir: str | os.PathLike) -> list[Path]:
                   key=lambda p: _natural(p.name))
 
 
+def _planned(exp: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The experiment's trials, plus run directories it does not list (an older layout)."""
+    planned = [dict(t) for t in meta["trials"]]
+    known = {str(t.get("trial_id")) for t in planned}
+    planned += [{"trial_id": p.name} for p in finished_runs(exp) if p.name not in known]
+    return planned
+
+
+def concurrency(started: pd.Series, ended: pd.Series) -> pd.Series:
+    """Per trial, the most trials (itself included) that ran at once while it ran: 1 for a
+    trial that had the machine to itself. NaN where the runner recorded no times."""
+    s, e = pd.to_numeric(started, errors="coerce"), pd.to_numeric(ended, errors="coerce")
+    out = []
+    for a, b in zip(s, e, strict=True):
+        if math.isnan(a) or math.isnan(b):
+            out.append(math.nan)
+            continue
+        # the count of running trials only rises at a start: check each start in [a, b)
+        points = [a] + [x for x in s if a < x < b]
+        out.append(max(int(((s <= p) & (e > p)).sum()) for p in points))
+    return pd.Series(out, index=started.index, dtype=float)
+
+
 def collect(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, curves) from ``runs/*/`` of an experiment directory."""
-    meta = read_meta(exp_dir)
+    """(results, curves) of every trial of an experiment directory."""
+    exp = Path(exp_dir)
+    meta = read_meta(exp)
     grid = grid_fields(meta)
     rows, curves = [], []
-    for run in finished_runs(exp_dir):
-        row, metrics = _run_row(run, meta, grid)
+    for planned in _planned(exp, meta):
+        row, metrics = _run_row(exp, planned, meta, grid)
         rows.append(row)
-        curves.append(_curve(metrics, row["trial"], row["seed"]))
+        if len(metrics):
+            curves.append(_curve(metrics, row["trial"], row["seed"]))
     columns = list(ID_COLUMNS) + grid + [c for c in RUN_COLUMNS if c not in grid]
-    results = _parquet_safe(pd.DataFrame(rows, columns=columns))
-    results["solved"] = results["solved"].astype(bool)
+    results = pd.DataFrame(rows, columns=columns)
+    results["solved"] = results["solved"].fillna(False).astype(bool)
+    results["stopped_by_clock"] = results["stopped_by_clock"].fillna(False).astype(bool)
+    results["shared_cpus"] = results["shared_cpus"].map(lambda v: bool(v) if v == v and
+                                                        v is not None else None)
+    results["concurrency"] = concurrency(results["started_at"], results["ended_at"])
+    if len(results):  # a crashed run reports no size: that of its configuration's others
+        by = [c for c in ("env", "policy", "hidden") if c in results]
+        known = pd.to_numeric(results["num_params"], errors="coerce")
+        results["num_params"] = known.fillna(
+            known.groupby([results[c].astype(str) for c in by]).transform("max"))
+    results = _parquet_safe(results)
     curves_df = (pd.concat(curves, ignore_index=True) if curves
                  else pd.DataFrame(columns=list(CURVE_COLUMNS)))
     if len(curves_df):
@@ -206,6 +297,11 @@ def collect(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
         curves_df = (curves_df.assign(_o=order).sort_values(["_o", "wall_s"], kind="stable")
                      .drop(columns="_o").reset_index(drop=True))
     return results, curves_df
+
+
+def ran(results: pd.DataFrame) -> pd.DataFrame:
+    """The trials that ran (every status but ``missing``)."""
+    return results[results["status"] != "missing"] if len(results) else results
 
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
@@ -239,7 +335,10 @@ def _stale(exp_dir: Path) -> bool:
     if not all(p.exists() for p in paths):
         return True
     written = min(p.stat().st_mtime for p in paths)
-    return any((r / "summary.json").stat().st_mtime > written for r in finished_runs(exp_dir))
+    files = [*(exp_dir / kinds.RUNS_DIR).glob(f"*/{kinds.TRIAL_JSON}"),
+             *(exp_dir / kinds.RUNS_DIR).glob("*/summary.json"),
+             *(exp_dir / kinds.TUNE_DIR).glob("*/error.txt"), exp_dir / kinds.EXPERIMENT_JSON]
+    return any(f.exists() and f.stat().st_mtime > written for f in files)
 
 
 def load(exp_dir: str | os.PathLike) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
@@ -255,43 +354,101 @@ def load(exp_dir: str | os.PathLike) -> tuple[dict[str, Any], pd.DataFrame, pd.D
 
 
 def missing_trials(meta: dict[str, Any], results: pd.DataFrame) -> list[str]:
-    """The planned trials that have no row (failed, or not run yet)."""
-    done = set(results["trial"].astype(str)) if len(results) else set()
-    return [str(t.get("trial_id")) for t in meta["trials"] if str(t.get("trial_id")) not in done]
+    """The planned trials that have not run (or are still running)."""
+    if not len(results):
+        return [str(t.get("trial_id")) for t in meta["trials"]]
+    return [str(t) for t in results.loc[results["status"] == "missing", "trial"]]
 
 
 # ---- tables over runs ------------------------------------------------------------------
+def _interval(lo: float, hi: float, digits: int = 3) -> str:
+    return f"[{lo:.{digits}g}, {hi:.{digits}g}]"
+
+
+def cell_stats(runs: pd.DataFrame) -> dict[str, Any]:
+    """One cell's statistics over the runs that ran: status counts, the success rate with
+    its Wilson interval, the Kaplan-Meier median evaluations and seconds to solve with their
+    intervals (unsolved, timed-out, crashed runs censored at what they used), the median
+    test mean of the runs that have one, and the most trials that ran beside its runs."""
+    n, k = len(runs), int(runs["solved"].sum()) if len(runs) else 0
+    lo, hi = stats.wilson(k, n)
+    ev = stats.kaplan_meier(runs["evals_used"], runs["solved"])
+    wall = stats.kaplan_meier(runs["wall_used"], runs["solved"])
+    tested = runs["test_mean"].dropna()
+    counts = runs["status"].value_counts()
+    return {
+        "runs": n, "solved": k, "success_rate": k / n if n else math.nan,
+        "success_low": lo, "success_high": hi,
+        **{f"n_{s}": int(counts.get(s, 0)) for s in STATUSES[1:-1]},
+        "evals_to_solve": ev.median, "evals_low": ev.low, "evals_high": ev.high,
+        "wall_to_solve": wall.median, "wall_low": wall.low, "wall_high": wall.high,
+        "tested": len(tested), "test_mean": tested.median() if len(tested) else math.nan,
+        "best_test_mean": tested.max() if len(tested) else math.nan,
+        "best_fitness": runs["best_fitness"].max(), "s_per_gen": runs["s_per_gen"].median(),
+        "peak_mem_mb": runs["peak_mem_mb"].max(),
+        "env_steps_per_s": runs["env_steps_per_s"].median(),
+        "evals_per_s_island": runs["evals_per_s_island"].median(),
+        "total_evals": runs["total_evals"].median(),
+        "concurrency": runs["concurrency"].max(),
+        "shared_cpus": bool(runs["shared_cpus"].fillna(False).astype(bool).any()),
+        "stopped_by_clock": int(runs["stopped_by_clock"].sum()),
+    }
+
+
 def per_config(results: pd.DataFrame, by: str | list[str] = "config") -> pd.DataFrame:
-    """One row per configuration (``by``): runs, solved, success rate, medians of the time to
-    solve over the solved runs, of the final test mean, of seconds per generation and of
-    throughput, and the largest peak memory. Keeps the order in which configurations come."""
+    """One row per configuration (``by``) of the trials that ran (:func:`cell_stats`).
+    Keeps the order in which configurations come."""
     keys = [by] if isinstance(by, str) else list(by)
-    extra = {} if "hidden" in keys else {"hidden": ("hidden", "first")}
-    out = results.groupby(keys, sort=False, dropna=False).agg(
-        **extra, runs=("trial", "size"), solved=("solved", "sum"),
-        evals_to_solve=("evals_to_solve", "median"), wall_to_solve=("wall_to_solve", "median"),
-        test_mean=("test_mean", "median"), best_test_mean=("test_mean", "max"),
-        best_fitness=("best_fitness", "max"), s_per_gen=("s_per_gen", "median"),
-        peak_mem_mb=("peak_mem_mb", "max"), env_steps_per_s=("env_steps_per_s", "median"),
-        total_evals=("total_evals", "median"),
-    ).reset_index()
-    out["solved"] = out["solved"].astype(int)
-    out["success_rate"] = out["solved"] / out["runs"]
-    return out
+    done = ran(results)
+    rows = []
+    for key, runs in done.groupby(keys, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(keys, key, strict=True))
+        if "hidden" not in keys:
+            row["hidden"] = runs["hidden"].iloc[0]
+        rows.append(row | cell_stats(runs))
+    columns = keys + ([] if "hidden" in keys else ["hidden"]) + list(cell_stats(done.head(0)))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _measured_rate(runs: pd.DataFrame) -> float:
+    """Median evaluations per second per island over the runs whose clock measured the
+    system: each island on a core of its own (no shared CPUs) and no other trial beside it."""
+    ok = runs[(runs["concurrency"] == 1) & ~runs["shared_cpus"].fillna(True).astype(bool)
+              & runs["status"].isin(["solved", "unsolved", "timeout"])]
+    return float(ok["evals_per_s_island"].median()) if len(ok) else math.nan
 
 
 def speedup_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per number of islands k: T(k) (median wall-clock to solve over solved runs), speedup
-    S(k) = T(k0) / T(k) against the fewest islands k0 (1 in a scaling grid), efficiency
-    S(k) / (k / k0), and the same for env-step throughput (median env steps per second)."""
-    t = per_config(results, "islands").sort_values("islands", ignore_index=True)
+    """Per number of islands k, against the fewest islands k0 (1 in a scaling grid):
+    E(k), the Kaplan-Meier median evaluations to solve with its interval; the algorithmic
+    factor A(k) = E(k0) / E(k) (interval: every ratio the two intervals allow); r(k), the
+    median evaluations per second per island where the clock measured it (cores of its
+    own, nothing beside it; NaN elsewhere); the system factor R(k) = r(k) / r(k0); the
+    efficiency A(k) x R(k) (against linear from k0), the speedup (k / k0) x efficiency, and
+    T(k), the Kaplan-Meier median seconds to solve, where R(k) was measured."""
+    t = per_config(results, "islands")
     if t.empty:
-        return t.assign(speedup=[], efficiency=[], throughput_ratio=[],
-                        throughput_efficiency=[])
-    k0 = t["islands"].iloc[0]
-    ideal = t["islands"] / k0
-    t["speedup"] = t["wall_to_solve"].iloc[0] / t["wall_to_solve"]
-    t["efficiency"] = t["speedup"] / ideal
-    t["throughput_ratio"] = t["env_steps_per_s"] / t["env_steps_per_s"].iloc[0]
-    t["throughput_efficiency"] = t["throughput_ratio"] / ideal
+        return t.assign(**{c: [] for c in SPEEDUP_COLUMNS})
+    t = t.sort_values("islands", ignore_index=True)
+    done = ran(results)
+    t["rate"] = [_measured_rate(done[done["islands"] == k]) for k in t["islands"]]
+    e0 = (t["evals_to_solve"].iloc[0], t["evals_low"].iloc[0], t["evals_high"].iloc[0])
+    t["algorithmic"] = [e0[0] / e if e > 0 and math.isfinite(e) else math.nan
+                        for e in t["evals_to_solve"]]
+    bounds = [stats.ratio_interval((e0[1], e0[2]), (lo, hi))
+              for lo, hi in zip(t["evals_low"], t["evals_high"], strict=True)]
+    t["algorithmic_low"], t["algorithmic_high"] = zip(*bounds, strict=True)
+    t["system"] = t["rate"] / t["rate"].iloc[0]
+    t["system_measured"] = t["system"].notna()
+    t["efficiency"] = t["algorithmic"] * t["system"]
+    t["efficiency_low"] = t["algorithmic_low"] * t["system"]
+    t["efficiency_high"] = t["algorithmic_high"] * t["system"]
+    t["speedup"] = t["islands"] / t["islands"].iloc[0] * t["efficiency"]
+    t.loc[~t["system_measured"], "wall_to_solve"] = math.nan
     return t
+
+
+SPEEDUP_COLUMNS = ("rate", "algorithmic", "algorithmic_low", "algorithmic_high", "system",
+                   "system_measured", "efficiency", "efficiency_low", "efficiency_high",
+                   "speedup")

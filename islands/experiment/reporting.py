@@ -1,0 +1,225 @@
+"""What every experiment report shares: cell formatting (values with their 95% intervals),
+the :class:`Context` a report writer reads, and the header (question, reproduce command,
+settings, provenance, what became of every trial, the per-configuration table and its
+Kaplan-Meier figure). :mod:`.report` and :mod:`.scaling_report` write the answers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import figures, kinds, provenance
+from .results import FAILED, missing_trials, param_value, per_config, ran
+
+ALPHA = 0.05  # significance level of the head-to-head tests (8.5)
+MIN_RUNS = 5  # fewer runs in a cell: no difference is claimed
+
+
+# ---- formatting ------------------------------------------------------------------------
+def fmt(x: Any, digits: int = 4) -> str:
+    """A table cell: ``—`` for missing, thousands separators for large numbers, ``not
+    reached`` for an infinite median."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, (bool, str, np.bool_)):
+        return str(x)
+    if not math.isfinite(float(x)):
+        return "not reached" if float(x) > 0 else str(x)
+    x = float(x)
+    return f"{x:,.0f}" if abs(x) >= 10_000 or x == int(x) else f"{x:.{digits}g}"
+
+
+def with_interval(value: float, low: float, high: float, digits: int = 3) -> str:
+    """``6,000 [4,320, 9,100]``; an unbounded end as ``∞``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if math.isinf(value) and math.isinf(low):
+        return "not reached"
+
+    def end(x: float) -> str:
+        return "∞" if math.isinf(x) else ("—" if math.isnan(x) else fmt(x, digits))
+
+    return f"{fmt(value, digits)} [{end(low)}, {end(high)}]"
+
+
+def rate_cell(r: pd.Series) -> str:
+    """``3/5 = 60% [23%, 88%]``."""
+    if not r.runs:
+        return "—"
+    return (f"{int(r.solved)}/{int(r.runs)} = {r.success_rate:.0%} "
+            f"[{r.success_low:.0%}, {r.success_high:.0%}]")
+
+
+def md_table(df: pd.DataFrame) -> list[str]:
+    """A markdown table of ``df``'s cells as :func:`fmt` writes them."""
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(fmt(v).replace("|", "\\|") for v in row) + " |")
+    return lines
+
+
+def _of(t: pd.DataFrame) -> list[str]:
+    """``solved/runs`` per row of a :func:`per_config` table."""
+    return [f"{s}/{n}" for s, n in zip(t["solved"], t["runs"], strict=True)]
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def few(*ns: int) -> bool:
+    """Too few runs in some cell to claim a difference."""
+    return min(ns) < MIN_RUNS
+
+
+@dataclass
+class Context:
+    """What a report writer reads (the loaded experiment) and the figures it saved."""
+
+    exp_dir: Path
+    meta: dict[str, Any]
+    results: pd.DataFrame
+    curves: pd.DataFrame
+    saved: list[Path] = field(default_factory=list)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.meta.get("spec") or {}
+
+    @property
+    def grid(self) -> list[str]:
+        return [k for k in (self.spec.get("grid") or {}) if k in self.results.columns]
+
+    @property
+    def done(self) -> pd.DataFrame:
+        """The trials that ran."""
+        return ran(self.results)
+
+    def figure(self, name: str, fig: Any, caption: str) -> str:
+        """Save ``fig`` as figures/<name>.png; the markdown that shows it."""
+        folder = self.exp_dir / kinds.FIGURES_DIR
+        folder.mkdir(exist_ok=True)
+        figures.save_figure(fig, folder / f"{name}.png")
+        self.saved.append(folder / f"{name}.png")
+        return f"![{caption}]({kinds.FIGURES_DIR}/{name}.png)"
+
+
+# ---- what every report starts with -----------------------------------------------------
+def _settings(spec: dict[str, Any]) -> list[str]:
+    budget = ", ".join(f"{k}={v}" for k, v in (spec.get("budget") or {}).items()) or "none"
+    grid = "; ".join(f"{k}: {', '.join(str(param_value(v)) for v in vals)}"
+                     for k, vals in (spec.get("grid") or {}).items()) or "none"
+    base = json.dumps(spec.get("base") or {}, sort_keys=True)
+    return [f"- scale: {spec.get('scale') or 'none (the file as written)'}",
+            f"- budget: {budget}",
+            f"- grid: {grid}", f"- seeds: {spec.get('seeds', '?')}", f"- base: `{base}`"]
+
+
+def _when(results: pd.DataFrame) -> str:
+    import datetime
+
+    t0, t1 = (pd.to_numeric(results[c], errors="coerce") for c in ("started_at", "ended_at"))
+    if not len(results) or t0.isna().all():
+        return "not recorded"
+    day = [datetime.datetime.fromtimestamp(x, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC") for x in (t0.min(), t1.max())]
+    return f"{day[0]} to {day[1]}"
+
+
+def provenance_lines(ctx: Context) -> list[str]:
+    """Date, commit, machine, versions; a warning when the environment table moved."""
+    p = ctx.meta.get("provenance")
+    lines = ["## Provenance", "", f"- runs: {_when(ctx.results)}"]
+    if not p:
+        return lines + ["- commit, machine, versions: not recorded (an experiment started "
+                        "before the runner recorded them)", ""]
+    v = p.get("versions") or {}
+    gpus = ", ".join(p.get("gpus") or []) or "none"
+    lines += [f"- started: {p.get('date')}, commit `{p.get('commit')}`",
+              f"- machine: {p.get('cpus')} CPUs, {p.get('memory_gb')} GiB, GPU: {gpus} "
+              f"({p.get('platform')})",
+              "- versions: " + ", ".join(f"{k} {x}" for k, x in v.items())]
+    if p.get("note"):
+        lines.append(f"- note: {p['note']}")
+    changes = provenance.table_changes(p.get("env_table") or {})
+    if changes:
+        lines += ["", "**Warning: the environment table changed since these runs** (a rerun "
+                  "would use other defaults): " + "; ".join(changes) + "."]
+    return lines + [""]
+
+
+def _progress(ctx: Context) -> list[str]:
+    planned = len(ctx.meta.get("trials") or [])
+    done = ctx.done
+    counts = done["status"].value_counts() if len(done) else pd.Series(dtype=int)
+    parts = ", ".join(f"{counts[s]} {s}" for s in counts.index)
+    line = f"**Runs:** {len(done)} of {planned} trials ran" + (f" ({parts})" if parts else "")
+    missing = missing_trials(ctx.meta, ctx.results)
+    if missing:
+        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+        line += f"; {len(missing)} not run yet ({shown})"
+    lines = [line + "."]
+    failed = done[done["status"].isin(FAILED)] if len(done) else done
+    if len(failed):
+        lines += ["", "Failed trials (each counts as a failure of its cell):", ""]
+        lines += [f"- {r.trial} ({r.label}): {r.status}: {r.reason}"
+                  for r in failed.itertuples()]
+    clock = done[done["stopped_by_clock"]] if len(done) else done
+    if len(clock):
+        lines += ["", f"{len(clock)} run(s) stopped by the clock before their evaluation "
+                  f"budget: {', '.join(clock['trial'])}."]
+    return lines
+
+
+def config_summary(ctx: Context) -> pd.DataFrame:
+    """The per-configuration table every report shows."""
+    by = ctx.grid or ["config"]
+    t = per_config(ctx.results, by)
+    return pd.DataFrame({
+        **{k: t[k] for k in by},
+        "runs": t["runs"], "solved/runs [95% CI]": [rate_cell(r) for _, r in t.iterrows()],
+        "median evals to solve [95% CI]": [
+            with_interval(r.evals_to_solve, r.evals_low, r.evals_high) for r in t.itertuples()],
+        "median wall to solve, s [95% CI]": [
+            with_interval(r.wall_to_solve, r.wall_low, r.wall_high) for r in t.itertuples()],
+        "tested": t["tested"], "median test mean": t["test_mean"],
+        "median s/gen": t["s_per_gen"], "max peak mem (MB)": t["peak_mem_mb"],
+        "clock-stopped": t["stopped_by_clock"], "failed": t["n_crashed"] + t["n_oom"],
+        "trials at once": t["concurrency"],
+    })
+
+
+NOTE = ("Times to solve are Kaplan-Meier medians: a run that did not solve (its budget, "
+        "the clock or a crash stopped it) is censored at the evaluations or seconds it used, "
+        "never dropped; \"not reached\" where more than half the runs never solved. "
+        "Intervals are 95%: Wilson for success rates, Brookmeyer-Crowley (log-log) for "
+        "medians. \"trials at once\": the most trials that ran at the same time as a run of "
+        "the cell (1: it had the machine to itself).")
+
+
+def header(ctx: Context) -> list[str]:
+    spec = ctx.spec
+    source, scale = spec.get("source", "<experiment.yaml>"), spec.get("scale", "laptop")
+    lines = [f"# {spec.get('name', ctx.exp_dir.name)} ({spec.get('report', 'generic')})", "",
+             f"**Question.** {spec.get('question') or '—'}", ""]
+    if spec.get("description"):
+        lines += [str(spec["description"]).strip(), ""]
+    lines += ["Reproduce:", "", "```",
+              f"python -m islands.experiment run {source}"
+              + (f" --scale {scale}" if scale else ""), "```", ""]
+    lines += _settings(spec) + [""] + provenance_lines(ctx) + _progress(ctx)
+    lines += ["", "## Results per configuration", ""]
+    if not len(ctx.done):
+        return lines + ["No finished runs yet.", ""]
+    by = ctx.grid[0] if len(ctx.grid) == 1 else "config"
+    km = ctx.figure("km_evals", figures.km_curves(ctx.done, by),
+                    "Kaplan-Meier: runs not yet solved vs evaluations")
+    return lines + md_table(config_summary(ctx)) + ["", NOTE, "", km, ""]
