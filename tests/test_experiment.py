@@ -68,8 +68,9 @@ def experiment(tmp_path_factory, ray_session):
     f = tmp / "smoke.yaml"
     f.write_text(yaml.safe_dump(SMOKE))
     exp_dir = tmp / "exp"
-    first = _driver("run", str(f), "--out", str(exp_dir), "--max-concurrent", "1",
-                    "--dashboard", "off")
+    # no --max-concurrent: on the session's 2 CPUs each trial needs 2 cores to itself (its
+    # island's and one for coordinator, tester and driver), so the runner runs one at a time
+    first = _driver("run", str(f), "--out", str(exp_dir), "--dashboard", "off")
     deadline = time.monotonic() + 300
     while not (len(_summaries(exp_dir)) >= 2 and _mid_run(exp_dir)):
         assert time.monotonic() < deadline and first.poll() is None, \
@@ -122,6 +123,18 @@ def test_results_hold_one_row_per_run_with_the_grid_and_the_outcome(experiment):
     gens = {t: json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
             ["generations"]["0"] for t in res.trial}
     assert set(gens.values()) == {6}
+
+
+def test_trials_ran_one_at_a_time_on_two_cores(experiment):
+    import pandas as pd
+
+    exp_dir = experiment[0]
+    res = pd.read_parquet(exp_dir / RESULTS).sort_values("started_at")
+    assert (res["concurrency"] == 1).all()  # each trial had the machine to itself
+    assert (res["started_at"].iloc[1:].to_numpy() >= res["ended_at"].iloc[:-1].to_numpy()).all()
+    assert (res["cpus_per_island"] == 2.0).all() and not res["shared_cpus"].any()  # 1 island
+    md = (exp_dir / REPORT_MD).read_text()
+    assert "trials at once" in md and "## Provenance" in md and "commit `" in md
 
 
 def test_the_report_has_the_table_and_its_figures(experiment):

@@ -411,6 +411,7 @@ def test_worker_scaling_is_algorithm_times_system(worker_exp):
     assert "k = 2: efficiency 0.75 [" in sentence and "its interval contains 0.7" in sentence
     text = assert_report_ok(worker_exp)
     assert "| 4 | 5/5 = 100% [57%, 100%] | 2,000 [2,000, 2,000] | 0.5 [" in text
+    assert "## Resolved launcher configuration" in text and "| islands=4 | 4 |" in text
 
 
 def neuromod_exp(root: Path, seeds: list[int], policies=("neuromod", "mlp"),

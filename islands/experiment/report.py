@@ -37,6 +37,7 @@ from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's t
     MIN_RUNS,
     Context,
     _minutes,
+    config_appendix,
     few,
     fmt,
     header,
@@ -261,7 +262,7 @@ def write_report(exp_dir: str | os.PathLike) -> Path:
     if kind not in REPORTS:
         raise ValueError(f"unknown report kind {kind!r} (one of {', '.join(REPORTS)})")
     ctx = Context(exp, meta, results, curves)
-    text = "\n".join(header(ctx) + REPORTS[kind](ctx)) + "\n"
+    text = "\n".join(header(ctx) + REPORTS[kind](ctx) + config_appendix(ctx)) + "\n"
     path = exp / kinds.REPORT_MD
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)

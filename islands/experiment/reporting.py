@@ -205,6 +205,47 @@ NOTE = ("Times to solve are Kaplan-Meier medians: a run that did not solve (its 
         "the cell (1: it had the machine to itself).")
 
 
+PER_TRIAL = ("seed", "out", "namespace", "resume", "dashboard", "quiet", "address",
+             "checkpoint_uri", "config")  # launcher fields that differ by trial, not by cell
+
+
+def _cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
+    """Per configuration, the resolved launcher config (config.yaml) of its first run."""
+    import yaml
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in ctx.done.itertuples():
+        path = ctx.exp_dir / kinds.RUNS_DIR / str(r.trial) / "config.yaml"
+        if r.config not in out and path.is_file():
+            cfg = yaml.safe_load(path.read_text()) or {}
+            out[r.config] = {k: v for k, v in cfg.items() if k not in PER_TRIAL}
+    return out
+
+
+def config_appendix(ctx: Context) -> list[str]:
+    """Each cell's fully resolved launcher configuration: what all cells share, then per
+    cell what differs (collapsed: it is long)."""
+    cells = _cell_configs(ctx)
+    if not cells:
+        return []
+    first = next(iter(cells.values()))
+    keys = sorted({k for c in cells.values() for k in c})
+    common = {k: first.get(k) for k in keys
+              if all(json.dumps(c.get(k), sort_keys=True) == json.dumps(first.get(k),
+                                                                        sort_keys=True)
+                     for c in cells.values())}
+    differ = [k for k in keys if k not in common]
+    lines = ["## Resolved launcher configuration", "",
+             "<details><summary>Shared by every cell (config.yaml as the launcher resolved "
+             "it, per-trial fields left out)</summary>", "", "```yaml"]
+    lines += [f"{k}: {json.dumps(v)}" for k, v in common.items()] + ["```", "", "</details>", ""]
+    if differ:
+        table = pd.DataFrame([{"cell": name, **{k: json.dumps(c.get(k)) for k in differ}}
+                              for name, c in cells.items()])
+        lines += ["Per cell:", ""] + md_table(table) + [""]
+    return lines
+
+
 def header(ctx: Context) -> list[str]:
     spec = ctx.spec
     source, scale = spec.get("source", "<experiment.yaml>"), spec.get("scale", "laptop")

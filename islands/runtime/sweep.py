@@ -5,9 +5,12 @@ function runs one whole archipelago through :func:`islands.runtime.launch.run` i
 ``<experiment>/runs/<trial>/``, with its islands in the trial's placement group (a
 :class:`~ray.tune.PlacementGroupFactory` with an empty head bundle -- the trial function
 only waits on the islands -- and one bundle per island, sized as the launcher would size
-it) and its actors named in a Ray namespace of its own. Tune runs trials concurrently as
-the cluster's free resources allow (one at a time on a laptop whose CPUs one trial takes),
-shows them in its progress table and in the dashboard, and keeps its experiment state in
+it) and its actors named in a Ray namespace of its own. A trial whose islands ask for more
+CPUs each than the cluster can give them all gets equal shares instead (``shared_cpus`` in
+its ``trial.json``). Wall clock and throughput are measured quantities, so by default Tune
+runs only as many trials at once as can each keep their cores to themselves
+(:func:`exclusive_concurrency`: one at a time on a 2-core laptop); it shows them in its
+progress table and in the dashboard, and keeps its experiment state in
 ``<experiment>/tune/``. :func:`resume` continues through ``Tuner.restore``: finished trials
 are not run again; an unfinished trial's function starts again and continues its run from
 the islands' own checkpoints (``--resume``), or starts the run afresh where none were
