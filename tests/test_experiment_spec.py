@@ -20,8 +20,10 @@ from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"
 FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes")
-LAPTOP_RUNS = {"network-scaling": 9, "bipedal": 2, "pong": 2, "worker-scaling": 8,
+LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
                "neuromod-vs-cmaes": 10}
+# The research questions answered at an evaluation budget (the clock only a safety cap)
+EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
 
 MERGE_YAML = """\
 name: merge
@@ -284,15 +286,23 @@ def test_the_directory_holds_exactly_the_five_experiments():
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_laptop_and_smoke_totals_fit_two_cores_and_the_comment_states_them(name):
+def test_laptop_and_smoke_budgets_and_the_comment_states_them(name):
     laptop, smoke = trials(load(name, "laptop")), trials(load(name, "smoke"))
     assert len(laptop) == LAPTOP_RUNS[name]
-    budgets = {t.overrides["time_budget"] for t in laptop}
-    assert len(budgets) == 1  # one cap per file, as the comment states it
-    assert len(laptop) * budgets.pop() <= 45 * 60
+    caps = {t.overrides["time_budget"] for t in laptop}
+    assert len(caps) == 1  # one cap per file, as the comment states it
     assert sum(t.overrides["time_budget"] for t in smoke) <= 90
     assert len({t.seed for t in smoke}) <= 2
     head = (EXPERIMENTS / f"{name}.yaml").read_text().split("\nname:")[0]
+    if name in EVALUATION_BUDGETED:  # evaluations are the budget; the clock a safety cap
+        evals = {t.overrides["max_evals"] for t in laptop}
+        assert len(evals) == 1 and caps.pop() <= 900
+        m = re.search(r"#\s+laptop:\s+(\d+) runs[^\n]*<= (\d+)K evaluations", head)
+        assert m, "the comment states the laptop total as runs x <= NK evaluations"
+        assert (int(m[1]), int(m[2]) * 1000) == (len(laptop), evals.pop())
+        assert min(t.seed for t in laptop) >= 1000  # seeds never used to choose defaults
+        return
+    assert len(laptop) * caps.pop() <= 45 * 60
     m = re.search(r"#\s+laptop:\s+(\d+) runs\s+x (\d+) s", head)
     assert m, "the comment states the laptop total as runs x seconds"
     assert (int(m[1]), int(m[2])) == (len(laptop), laptop[0].overrides["time_budget"])
@@ -316,12 +326,12 @@ def test_the_cluster_scales_are_the_plans_sizes():
     assert len(nm.seeds) >= 5 and "max_evals" in nm.budget
 
 
-def test_worker_scaling_on_the_laptop_gives_each_island_one_cpu():
-    # a worker is an island with one CPU: 1 island uses 1 CPU, 2 islands 2 (not one island
-    # with both of the laptop's CPUs, which would compare equal compute)
+def test_worker_scaling_on_the_laptop_measures_every_k_with_ten_seeds():
+    # a worker is an island with one CPU (the runner shares the CPUs where there are fewer
+    # than islands); k = 1..16 with >= 10 seeds each, for the algorithmic factor E(k)
     spec = load("worker-scaling", "laptop")
-    assert spec.grid == {"islands": [1, 2]} and spec.base["env"] == "LunarLander-v3"
-    assert len(spec.seeds) >= 3
+    assert spec.grid == {"islands": [1, 2, 4, 8, 16]} and spec.base["env"] == "LunarLander-v3"
+    assert len(spec.seeds) >= 10 and spec.budget["max_evals"] > 0
     assert all(t.overrides["cpus_per_island"] == 1 for t in trials(spec))
 
 

@@ -4,8 +4,10 @@ islands.experiment run experiments/X.yaml --scale laptop``).
 - ``kinds``: shared names (report kinds, scales, the experiment directory's files).
 - ``spec``: the experiment YAML -> :class:`ExperimentSpec` at one scale, its
   :class:`Trial` s and their launcher configs (plain Python, no Ray).
-- ``results``, ``figures``, ``report``: an experiment directory's runs -> tables, figures
-  and ``report.md``.
+- ``provenance``: commit, machine, versions and env-table rows, recorded when it starts.
+- ``results``, ``stats``: every trial of an experiment directory -> a row with its status;
+  per-cell statistics with 95% intervals (Kaplan-Meier, Wilson, log-rank on scipy).
+- ``reporting``, ``report``, ``scaling_report``, ``figures``: ``report.md`` and its figures.
 - ``cli`` (``__main__``): the command; the Tune runner is ``islands.runtime.sweep``.
 """
 
