@@ -513,7 +513,7 @@ def test_head_to_head_arms_by_another_grid_field(tmp_path):
     assert "fewer than 5 runs with a final test in an arm" in text
 
 
-def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp):
+def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp, capsys):
     from islands.experiment.provenance import record
 
     exp = tmp_path / "exp"
@@ -531,6 +531,12 @@ def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp
     popsize = env_defaults("LunarLander-v3")["popsize"]
     assert ("**Warning: the environment table changed since these runs** (a rerun would use "
             f"other defaults): LunarLander-v3 popsize: 7 then, {popsize} now.") in text
+    from islands.experiment import cli
+
+    assert cli.main(["report", str(exp)]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: the environment table changed since these runs: LunarLander-v3 "
+            f"popsize: 7 then, {popsize} now") in err
 
 
 @pytest.mark.parametrize("fixture,runs,images", [

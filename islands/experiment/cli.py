@@ -136,10 +136,15 @@ def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
 
 
 def _report(exp_dir: Path) -> int:
+    from .provenance import table_changes
     from .report import write_report
-    from .results import write_results
+    from .results import ran, read_meta, write_results
 
     results, _ = write_results(exp_dir)
     path = write_report(exp_dir)
-    print(f"{PROG}: {len(results)} runs; report: {path}")
+    print(f"{PROG}: {len(ran(results))} runs; report: {path}")
+    changes = table_changes((read_meta(exp_dir).get("provenance") or {}).get("env_table") or {})
+    if changes:
+        print(f"{PROG}: warning: the environment table changed since these runs: "
+              + "; ".join(changes), file=sys.stderr)
     return 0 if (exp_dir / REPORT_MD).exists() else 1
