@@ -559,3 +559,25 @@ def test_notebook_executes(fixture, runs, images, request, monkeypatch):
     # python3 kernel spec as sys.executable), so it imports this checkout's islands
     assert f"kernel prefix: {sys.prefix}" in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) == images
+
+
+def test_worker_scaling_bounds_the_factor_when_one_island_never_solves(tmp_path):
+    # k = 1: every run unsolved at its 5,000-evaluation budget (E(1) not reached, so
+    # E(1) > 5,000); k = 2 solves at 1,000-1,400 (KM median 1,200): A(2) > 5,000 / 1,200
+    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in (1, 2) for s in range(5)]
+    exp = make_experiment(tmp_path / "exp", "worker-scaling", {"islands": [1, 2]},
+                          list(range(5)), trials)
+    for n, (trial, params, seed) in enumerate(trials):
+        k = params["islands"]
+        evals = 5000 if k == 1 else 1000 + 100 * seed
+        wall = evals / 100.0 / k
+        solved_run(exp, trial, seed, params, {"env": "CartPole-v1", "islands": k}, wall=wall,
+                   evals=evals, solved=k == 2, test=500.0,
+                   record={"started_at": 1e9 + 1000 * n, "ended_at": 1e9 + 1000 * n + wall,
+                           "shared_cpus": False})
+    t = speedup_table(collect(exp)[0]).set_index("islands")
+    assert math.isinf(t.loc[1, "evals_to_solve"]) and t.loc[2, "evals_to_solve"] == 1200
+    assert t.loc[2, "algorithmic_bound"] == pytest.approx(5000 / 1200)
+    text = assert_report_ok(exp)
+    assert "k = 2: efficiency > 4.17 (A > 4.17 (E(k0) not reached within its budget), " \
+           "R = 1)" in text and "meets the plan's > 0.7x linear" in text

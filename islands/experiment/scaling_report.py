@@ -149,6 +149,8 @@ def network_scaling_report(ctx: Context) -> list[str]:
 def _k_verdict(r: pd.Series, k0: float, cores: float | None) -> tuple[str, str]:
     """(kind, clause) of one k against the plan's 0.7: kind in meets / short / open /
     unmeasured."""
+    if math.isnan(r.algorithmic) and not math.isnan(r.algorithmic_bound):
+        return _bound_verdict(r, cores)
     a = with_interval(r.algorithmic, r.algorithmic_low, r.algorithmic_high)
     if not r.system_measured:
         where = f" (this machine has {cores:g} cores)" if cores else ""
@@ -166,14 +168,31 @@ def _k_verdict(r: pd.Series, k0: float, cores: float | None) -> tuple[str, str]:
     return "open", clause + f"; its interval contains {goal:g}"
 
 
+def _bound_verdict(r: pd.Series, cores: float | None) -> tuple[str, str]:
+    """E(k0) not reached, E(k) reached: A(k) has a lower bound only."""
+    a = f"A > {fmt(r.algorithmic_bound, 3)} (E(k0) not reached within its budget)"
+    if not r.system_measured:
+        where = f" (this machine has {cores:g} cores)" if cores else ""
+        return "unmeasured", (f"k = {r.islands:g}: algorithmic factor {a}; system factor not "
+                              f"measured here{where}")
+    bound = r.algorithmic_bound * r.system
+    clause = (f"k = {r.islands:g}: efficiency > {fmt(bound, 3)} ({a}, R = "
+              f"{fmt(r.system, 3)})")
+    if few(r.runs):
+        return "open", clause + f"; no conclusion (n = {r.runs})"
+    if bound > figures.EFFICIENCY_GOAL:
+        return "meets", clause
+    return "open", clause + f"; the bound does not reach {figures.EFFICIENCY_GOAL:g}"
+
+
 def speedup_sentence(t: pd.DataFrame, cores: float | None = None) -> str:
     """The verdict against the plan's > 0.7x linear speedup, k by k."""
     if t.empty:
         return "No finished runs yet."
     k0 = t["islands"].iloc[0]
-    if not math.isfinite(t["evals_to_solve"].iloc[0]):
-        return (f"No speedup can be stated: the k = {k0:g} runs did not solve in more than "
-                "half their runs (E(k0) not reached).")
+    if not math.isfinite(t["evals_to_solve"].iloc[0]) and t["algorithmic_bound"].isna().all():
+        return (f"No speedup can be stated: more than half the runs did not solve at k = "
+                f"{k0:g} nor at any other k (E(k) not reached).")
     verdicts = [_k_verdict(r, k0, cores) for _, r in t.iloc[1:].iterrows()]
     if not verdicts:
         return f"Only k = {k0:g} ran: no speedup to state."
@@ -188,6 +207,12 @@ def speedup_sentence(t: pd.DataFrame, cores: float | None = None) -> str:
             + ". ".join(parts) + ".")
 
 
+def _a_cell(r: Any) -> str:
+    if math.isnan(r.algorithmic) and not math.isnan(r.algorithmic_bound):
+        return f"> {fmt(r.algorithmic_bound, 3)}"
+    return with_interval(r.algorithmic, r.algorithmic_low, r.algorithmic_high)
+
+
 def worker_scaling_report(ctx: Context) -> list[str]:
     t = speedup_table(ctx.results)
     cores = (ctx.meta.get("provenance") or {}).get("cpus")
@@ -195,8 +220,7 @@ def worker_scaling_report(ctx: Context) -> list[str]:
         "islands k": t["islands"], "solved/runs [95% CI]": [rate_cell(r) for _, r in t.iterrows()],
         "E(k): median evals to solve [95% CI]": [
             with_interval(r.evals_to_solve, r.evals_low, r.evals_high) for r in t.itertuples()],
-        "A(k) = E(1)/E(k)": [with_interval(r.algorithmic, r.algorithmic_low,
-                                           r.algorithmic_high) for r in t.itertuples()],
+        "A(k) = E(1)/E(k)": [_a_cell(r) for r in t.itertuples()],
         "r(k): evals/s per island": t["rate"], "R(k) = r(k)/r(1)": t["system"],
         "efficiency A x R": [with_interval(r.efficiency, r.efficiency_low, r.efficiency_high)
                              for r in t.itertuples()],
