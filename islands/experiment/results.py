@@ -201,7 +201,10 @@ def config_label(params: dict[str, Any], grid: list[str]) -> str:
 def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
              grid: list[str]) -> tuple[dict, pd.DataFrame]:
     run = exp / kinds.RUNS_DIR / str(planned.get("trial_id"))
-    cfg = _read_yaml(run / "config.yaml")
+    # a trial that failed before its launcher wrote config.yaml: what the experiment set
+    cfg = _read_yaml(run / "config.yaml") or {**(meta["spec"].get("base") or {}),
+                                              **(meta["spec"].get("budget") or {}),
+                                              **(planned.get("params") or {})}
     summary = _read_json(run / "summary.json")
     mpath = run / "metrics.parquet"
     metrics = pd.read_parquet(mpath) if mpath.exists() else pd.DataFrame(
@@ -285,7 +288,8 @@ def collect(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
                                                         v is not None else None)
     results["concurrency"] = concurrency(results["started_at"], results["ended_at"])
     if len(results):  # a crashed run reports no size: that of its configuration's others
-        by = [c for c in ("env", "policy", "hidden") if c in results]
+        by = [c for c in ("env", "hidden", "policy" if "policy" in grid else "")
+              if c in results]
         known = pd.to_numeric(results["num_params"], errors="coerce")
         results["num_params"] = known.fillna(
             known.groupby([results[c].astype(str) for c in by]).transform("max"))
