@@ -222,6 +222,9 @@ def worker_scaling_report(ctx: Context) -> list[str]:
             with_interval(r.evals_to_solve, r.evals_low, r.evals_high) for r in t.itertuples()],
         "A(k) = E(1)/E(k)": [_a_cell(r) for r in t.itertuples()],
         "r(k): evals/s per island": t["rate"], "R(k) = r(k)/r(1)": t["system"],
+        "env steps/s per island (ratio)": [
+            "—" if math.isnan(x) else f"{fmt(x)} ({x / t['step_rate'].iloc[0]:.3g})"
+            for x in t["step_rate"]],
         "efficiency A x R": [with_interval(r.efficiency, r.efficiency_low, r.efficiency_high)
                              for r in t.itertuples()],
         "speedup": t["speedup"],
@@ -239,7 +242,9 @@ def worker_scaling_report(ctx: Context) -> list[str]:
               "had a core and that ran alone (— where none did: \"shared CPUs\" or other "
               "trials beside them); R(k) its ratio to k = 1; efficiency = A(k) x R(k) "
               "(= S(k)/k), whose interval is A's times R (R's own noise left out); the "
-              "plan asks for > 0.7."]
+              "plan asks for > 0.7. Env steps per second per island is the hardware's "
+              "part alone: evaluations of better policies run longer episodes, so r(k) also "
+              "moves with how far the runs got."]
     return lines + ["", f"**Answer.** {speedup_sentence(t, cores)}", "",
                     ctx.figure("speedup_vs_islands", figures.speedup_vs_islands(r), "speedup"),
                     ctx.figure("throughput_vs_islands", figures.throughput_vs_islands(r),
