@@ -581,3 +581,25 @@ def test_worker_scaling_bounds_the_factor_when_one_island_never_solves(tmp_path)
     text = assert_report_ok(exp)
     assert "k = 2: efficiency > 4.17 (A > 4.17 (E(k0) not reached within its budget), " \
            "R = 1)" in text and "meets the plan's > 0.7x linear" in text
+
+
+def test_worker_scaling_bounds_the_factor_when_more_islands_never_solve(tmp_path):
+    # k = 1 solves at 800-1,200 (median 1,000); k = 2 never solves within 4,000 evaluations:
+    # E(2) > 4,000, so A(2) < 0.25, and with R = 1 measured, efficiency < 0.25 < 0.7
+    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in (1, 2) for s in range(5)]
+    exp = make_experiment(tmp_path / "exp", "worker-scaling", {"islands": [1, 2]},
+                          list(range(5)), trials)
+    for n, (trial, params, seed) in enumerate(trials):
+        k = params["islands"]
+        evals = 800 + 100 * seed if k == 1 else 4000
+        wall = evals / 100.0 / k
+        solved_run(exp, trial, seed, params, {"env": "CartPole-v1", "islands": k}, wall=wall,
+                   evals=evals, solved=k == 1, test=500.0,
+                   record={"started_at": 1e9 + 1000 * n, "ended_at": 1e9 + 1000 * n + wall,
+                           "shared_cpus": False})
+    t = speedup_table(collect(exp)[0]).set_index("islands")
+    assert t.loc[2, "algorithmic_upper"] == pytest.approx(0.25)
+    text = assert_report_ok(exp)
+    assert "falls short of 0.7x linear: k = 2: efficiency < 0.25 (A < 0.25 (E(2) not " \
+           "reached within its budget), R = 1)" in text
+    assert "| 2 | 0/5 = 0% [0%, 43%] | not reached | < 0.25 |" in text

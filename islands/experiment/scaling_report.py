@@ -151,6 +151,8 @@ def _k_verdict(r: pd.Series, k0: float, cores: float | None) -> tuple[str, str]:
     unmeasured."""
     if math.isnan(r.algorithmic) and not math.isnan(r.algorithmic_bound):
         return _bound_verdict(r, cores)
+    if math.isnan(r.algorithmic) and not math.isnan(r.algorithmic_upper):
+        return _upper_verdict(r, k0, cores)
     a = with_interval(r.algorithmic, r.algorithmic_low, r.algorithmic_high)
     if not r.system_measured:
         where = f" (this machine has {cores:g} cores)" if cores else ""
@@ -185,6 +187,24 @@ def _bound_verdict(r: pd.Series, cores: float | None) -> tuple[str, str]:
     return "open", clause + f"; the bound does not reach {figures.EFFICIENCY_GOAL:g}"
 
 
+def _upper_verdict(r: pd.Series, k0: float, cores: float | None) -> tuple[str, str]:
+    """E(k) not reached, E(k0) reached: A(k) has an upper bound only."""
+    goal = figures.EFFICIENCY_GOAL
+    a = (f"A < {fmt(r.algorithmic_upper, 3)} (E({r.islands:g}) not reached within its "
+         "budget)")
+    if r.system_measured:
+        bound = r.algorithmic_upper * r.system
+        clause = f"k = {r.islands:g}: efficiency < {fmt(bound, 3)} ({a}, R = {fmt(r.system, 3)})"
+        if bound < goal and not few(r.runs):
+            return "short", clause
+        return "open", clause + f"; the bound does not fall below {goal:g}"
+    need = goal / r.algorithmic_upper if r.algorithmic_upper > 0 else math.inf
+    where = f" (this machine has {cores:g} cores)" if cores else ""
+    return "unmeasured", (f"k = {r.islands:g}: algorithmic factor {a}; system factor not "
+                          f"measured here{where}; efficiency > {goal:g} would need R > "
+                          f"{fmt(need, 3)}")
+
+
 def speedup_sentence(t: pd.DataFrame, cores: float | None = None) -> str:
     """The verdict against the plan's > 0.7x linear speedup, k by k."""
     if t.empty:
@@ -210,6 +230,8 @@ def speedup_sentence(t: pd.DataFrame, cores: float | None = None) -> str:
 def _a_cell(r: Any) -> str:
     if math.isnan(r.algorithmic) and not math.isnan(r.algorithmic_bound):
         return f"> {fmt(r.algorithmic_bound, 3)}"
+    if math.isnan(r.algorithmic) and not math.isnan(r.algorithmic_upper):
+        return f"< {fmt(r.algorithmic_upper, 3)}"
     return with_interval(r.algorithmic, r.algorithmic_low, r.algorithmic_high)
 
 
