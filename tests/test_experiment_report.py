@@ -142,6 +142,11 @@ def solved_run(exp, trial, seed, params, cfg, *, wall, evals, steps_per_s=1000.0
                     test_mean=test, **to_solve, **summary)
 
 
+def collect_one(exp: Path, trial: str) -> pd.Series:
+    """The results row of ``trial`` in a directory holding only runs/ (no experiment.json)."""
+    return collect(exp)[0].set_index("trial").loc[trial]
+
+
 def figure_links(report: Path) -> list[str]:
     return re.findall(r"\]\((figures/[^)]+\.png)\)", report.read_text())
 
@@ -252,6 +257,12 @@ def test_results_columns_and_values(generic_exp):
     # unsolved: no time to solve even if the summary had a number; censored at its budget
     assert not t1.solved and np.isnan(t1.evals_to_solve) and np.isnan(t1.test_mean)
     assert (t1.evals_used, t1.wall_used) == (20, 1.0) and t1.reason == "evaluation budget"
+    # solved by the final test after the budget: no time to solve recorded, the run's end
+    final = make_run(generic_exp.parent / "final", "t0", 0, {}, {"env": "CartPole-v1"},
+                     island_rows([{"dt": 1.0, "best": [1, 2]}]), solved=True, test_mean=480.0,
+                     stop_reason="evaluation budget")
+    row = collect_one(final.parent.parent, final.name)
+    assert row.status == "solved" and (row.evals_used, row.wall_used) == (20, 2.0)
     c0 = curves[curves["trial"] == "t0"]
     assert list(c0["wall_s"]) == [1.0, 1.7, 2.0, 3.0, 3.4, 4.0]
     assert list(c0["best_fitness"]) == [1, 10, 10, 10, 12, 20]  # archipelago running max

@@ -158,9 +158,13 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
     islands = _num(row["islands"])
     row["evals_per_s_island"] = (row["total_evals"] / row["wall_s"] / islands
                                  if row["wall_s"] > 0 and islands > 0 else math.nan)
-    # survival times: solved at the time to solve, else censored at what the run used
-    row["evals_used"] = row["evals_to_solve"] if solved else row["total_evals"]
-    row["wall_used"] = row["wall_to_solve"] if solved else row["wall_s"]
+    # survival times: solved at the time to solve, else censored at what the run used. A
+    # run solved by its final test (after its budget) has no time to solve in its summary:
+    # the genome was found within the run, so the run's end bounds it
+    for used, to_solve, total in (("evals_used", "evals_to_solve", "total_evals"),
+                                  ("wall_used", "wall_to_solve", "wall_s")):
+        t = row[to_solve]
+        row[used] = t if solved and not math.isnan(t) else row[total]
     return row
 
 
