@@ -147,6 +147,8 @@ def provenance_lines(ctx: Context) -> list[str]:
               f"- machine: {p.get('cpus')} CPUs, {p.get('memory_gb')} GiB, GPU: {gpus} "
               f"({p.get('platform')})",
               "- versions: " + ", ".join(f"{k} {x}" for k, x in v.items())]
+    lines.append(f"- report written with commit `{provenance.commit()}` (the statistics; the "
+                 "runs are the commit above)")
     if p.get("note"):
         lines.append(f"- note: {p['note']}")
     changes = provenance.table_changes(p.get("env_table") or {})
