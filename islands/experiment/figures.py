@@ -220,17 +220,28 @@ def speedup_vs_islands(results: pd.DataFrame) -> Any:
         ax.plot(k, k / k0, color="grey", ls="--", label="linear")
         ax.plot(k, EFFICIENCY_GOAL * k / k0, color="grey", ls=":",
                 label=f"{EFFICIENCY_GOAL:g} x linear (plan)")
-        alg = k / k0 * t["algorithmic"].to_numpy(float)
-        lo = k / k0 * t["algorithmic_low"].to_numpy(float)
-        hi = np.minimum(k / k0 * t["algorithmic_high"].to_numpy(float), 4 * k / k0)
-        ax.plot(k, alg, marker="o", color="C0", lw=2, label="algorithmic: (k/k0) x E(k0)/E(k)")
-        ax.fill_between(k, np.nan_to_num(lo), np.nan_to_num(hi, nan=0), color="C0", alpha=0.12)
+        scale = k / k0
+        alg = scale * t["algorithmic"].to_numpy(float)
+        ok = np.isfinite(alg)
+        # the interval, drawn within a factor 4 of the point (an unbounded end reaches it)
+        lo = np.clip(scale * t["algorithmic_low"].to_numpy(float), alg / 4, alg)
+        hi = np.clip(scale * np.nan_to_num(t["algorithmic_high"].to_numpy(float), nan=np.inf),
+                     alg, alg * 4)  # NaN here: an unbounded end (inf was replaced above)
+        ax.plot(k[ok], alg[ok], marker="o", color="C0", lw=2,
+                label="algorithmic: (k/k0) x E(k0)/E(k), with its interval")
+        ax.vlines(k[ok], lo[ok], hi[ok], color="C0", lw=1.5, alpha=0.6)
+        for col, marker, what in (("algorithmic_upper", "v", "at most (E(k) not reached)"),
+                                  ("algorithmic_bound", "^", "at least (E(k0) not reached)")):
+            b = scale * t[col].to_numpy(float)
+            if np.isfinite(b).any():
+                ax.scatter(k[np.isfinite(b)], b[np.isfinite(b)], marker=marker, color="C0",
+                           s=70, label=f"algorithmic, {what}")
         ax.plot(k, k / k0 * t["efficiency"].to_numpy(float), marker="s", color="C3", lw=0,
                 ms=8, label="x R(k) where measured: speedup S(k)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.legend(fontsize=8)
-    ax.set(xlabel="islands k", ylabel="speedup", title="speedup vs islands (band: interval)")
+    ax.set(xlabel="islands k", ylabel="speedup", title="speedup vs islands (bars: interval, drawn up to 4x the point)")
     return fig
 
 
