@@ -522,6 +522,17 @@ def test_head_to_head_arms_by_another_grid_field(tmp_path):
     assert "Arms by `strategy` (the grid field with two values)." in text
     assert "Final test means: no difference shown" in text and "p = 1;" in text
     assert "fewer than 5 runs with a final test in an arm" in text
+    # five tests per arm, the second arm higher: the sentence names it first, its median first
+    more = [(f"{s}-{seed}", {"strategy": s}, seed) for s in ("cmaes", "openai-es")
+            for seed in range(5)]
+    exp5 = make_experiment(tmp_path / "exp5", "neuromod-vs-cmaes",
+                           {"strategy": ["cmaes", "openai-es"]}, list(range(5)), more)
+    for trial, params, seed in more:
+        solved_run(exp5, trial, seed, params, {"env": "LunarLander-v3", "islands": 1},
+                   wall=10.0, evals=1000, solved=False,
+                   test=(0.0 if params["strategy"] == "cmaes" else 100.0) + seed)
+    assert "Final test means: openai-es higher than cmaes (median 102 vs 2;" in \
+        assert_report_ok(exp5)
 
 
 def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp, capsys):

@@ -241,7 +241,8 @@ def speedup_vs_islands(results: pd.DataFrame) -> Any:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.legend(fontsize=8)
-    ax.set(xlabel="islands k", ylabel="speedup", title="speedup vs islands (bars: interval, drawn up to 4x the point)")
+    ax.set(xlabel="islands k", ylabel="speedup",
+           title="speedup vs islands (bars: interval, drawn up to 4x the point)")
     return fig
 
 

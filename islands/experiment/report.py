@@ -196,7 +196,9 @@ def _scores_clause(h: dict[str, Any]) -> str:
     meds = f"median {fmt(sa['median'])} vs {fmt(sb['median'])}"
     stat = f"Mann-Whitney U = {h['u']:g}, p = {h['p']:.3g}"
     if h["p"] < ALPHA and not few(len(sa["scores"]), len(sb["scores"])):
-        hi, lo = (a, b) if sa["median"] >= sb["median"] else (b, a)
+        (hi, shi), (lo, slo) = ((a, sa), (b, sb)) if sa["median"] >= sb["median"] else \
+            ((b, sb), (a, sa))
+        meds = f"median {fmt(shi['median'])} vs {fmt(slo['median'])}"
         return f"Final test means: {hi} higher than {lo} ({meds}; {stat} < {ALPHA}; {n})."
     why = (f"fewer than {MIN_RUNS} runs with a final test in an arm"
            if few(len(sa["scores"]), len(sb["scores"])) else f"p >= {ALPHA}")
