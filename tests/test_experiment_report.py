@@ -583,20 +583,28 @@ def test_notebook_executes(fixture, runs, images, request, monkeypatch):
     assert sum("image/png" in o.get("data", {}) for o in outputs) == images
 
 
+def two_k_experiment(root: Path, evals_of, solved_k: int) -> Path:
+    """k = 1 and 2 islands x 5 seeds, each trial alone with a core per island at 100
+    evaluations/s per island; ``evals_of(k, seed)`` evaluations, solved only at
+    ``solved_k``."""
+    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in (1, 2) for s in range(5)]
+    exp = make_experiment(root, "worker-scaling", {"islands": [1, 2]}, list(range(5)), trials)
+    for n, (trial, params, seed) in enumerate(trials):
+        k = params["islands"]
+        evals = evals_of(k, seed)
+        wall = evals / 100.0 / k
+        solved_run(exp, trial, seed, params, {"env": "CartPole-v1", "islands": k}, wall=wall,
+                   evals=evals, solved=k == solved_k, test=500.0,
+                   record={"started_at": 1e9 + 1000 * n, "ended_at": 1e9 + 1000 * n + wall,
+                           "shared_cpus": False})
+    return exp
+
+
 def test_worker_scaling_bounds_the_factor_when_one_island_never_solves(tmp_path):
     # k = 1: every run unsolved at its 5,000-evaluation budget (E(1) not reached, so
     # E(1) > 5,000); k = 2 solves at 1,000-1,400 (KM median 1,200): A(2) > 5,000 / 1,200
-    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in (1, 2) for s in range(5)]
-    exp = make_experiment(tmp_path / "exp", "worker-scaling", {"islands": [1, 2]},
-                          list(range(5)), trials)
-    for n, (trial, params, seed) in enumerate(trials):
-        k = params["islands"]
-        evals = 5000 if k == 1 else 1000 + 100 * seed
-        wall = evals / 100.0 / k
-        solved_run(exp, trial, seed, params, {"env": "CartPole-v1", "islands": k}, wall=wall,
-                   evals=evals, solved=k == 2, test=500.0,
-                   record={"started_at": 1e9 + 1000 * n, "ended_at": 1e9 + 1000 * n + wall,
-                           "shared_cpus": False})
+    exp = two_k_experiment(tmp_path / "exp", lambda k, seed: 5000 if k == 1 else 1000 + 100 * seed,
+                           solved_k=2)
     t = speedup_table(collect(exp)[0]).set_index("islands")
     assert math.isinf(t.loc[1, "evals_to_solve"]) and t.loc[2, "evals_to_solve"] == 1200
     assert t.loc[2, "algorithmic_bound"] == pytest.approx(5000 / 1200)
@@ -608,17 +616,8 @@ def test_worker_scaling_bounds_the_factor_when_one_island_never_solves(tmp_path)
 def test_worker_scaling_bounds_the_factor_when_more_islands_never_solve(tmp_path):
     # k = 1 solves at 800-1,200 (median 1,000); k = 2 never solves within 4,000 evaluations:
     # E(2) > 4,000, so A(2) < 0.25, and with R = 1 measured, efficiency < 0.25 < 0.7
-    trials = [(f"k{k}s{s}", {"islands": k}, s) for k in (1, 2) for s in range(5)]
-    exp = make_experiment(tmp_path / "exp", "worker-scaling", {"islands": [1, 2]},
-                          list(range(5)), trials)
-    for n, (trial, params, seed) in enumerate(trials):
-        k = params["islands"]
-        evals = 800 + 100 * seed if k == 1 else 4000
-        wall = evals / 100.0 / k
-        solved_run(exp, trial, seed, params, {"env": "CartPole-v1", "islands": k}, wall=wall,
-                   evals=evals, solved=k == 1, test=500.0,
-                   record={"started_at": 1e9 + 1000 * n, "ended_at": 1e9 + 1000 * n + wall,
-                           "shared_cpus": False})
+    exp = two_k_experiment(tmp_path / "exp", lambda k, seed: 800 + 100 * seed if k == 1 else 4000,
+                           solved_k=1)
     t = speedup_table(collect(exp)[0]).set_index("islands")
     assert t.loc[2, "algorithmic_upper"] == pytest.approx(0.25)
     text = assert_report_ok(exp)

@@ -66,11 +66,6 @@ def md_table(df: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _of(t: pd.DataFrame) -> list[str]:
-    """``solved/runs`` per row of a :func:`per_config` table."""
-    return [f"{s}/{n}" for s, n in zip(t["solved"], t["runs"], strict=True)]
-
-
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
