@@ -40,9 +40,10 @@ sys.path.insert(0, str(ROOT))
 def load_island(run: Path, island: int):
     """(eval_spec, strategy, island state) from the run's checkpoint: the strategy rebuilt
     as the island built it and loaded; the state as stored (obs_stats, build, ...)."""
-    from islands import plainstate, strategies
+    from islands import strategies
     from islands.config import parse_args, resolve
-    from islands.storage import island_file
+    from islands.persistence import plainstate
+    from islands.persistence.storage import island_file
 
     cfg = resolve(parse_args(["--config", str(run / "config.yaml")]), check_env=False)
     state = plainstate.load(run / "checkpoints" / island_file(island))

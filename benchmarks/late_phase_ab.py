@@ -51,9 +51,9 @@ def build_core(run: Path, island: int, arm: str):
 
     from fitness_noise import load_island  # the checkpoint's strategy, rebuilt and loaded
 
-    from islands.checkpointing import CheckpointSpec
     from islands.config import parse_args, resolve
-    from islands.island import IslandCore
+    from islands.island.core import IslandCore
+    from islands.persistence.checkpointing import CheckpointSpec
     from islands.planning import plan_islands
 
     name, opts = parse_arm(arm)

@@ -1,7 +1,7 @@
 """How long ``python -m islands.experiment report`` takes on an experiment of N trials.
 
 Builds experiment directories in the real on-disk format (``config.yaml`` from a resolved
-launcher config, ``metrics.parquet`` / ``summary.json`` through ``islands.rundir.RunDir``,
+launcher config, ``metrics.parquet`` / ``summary.json`` through ``islands.output.rundir.RunDir``,
 the runner's ``trial.json``), with made-up numbers: a network-scaling grid (3 sizes x 3
 strategies) of N trials, each with REPORTS island reports, a fifth of them unsolved and one
 crashed. Times collecting the results (``results.parquet``, ``curves.parquet``) and writing
@@ -31,7 +31,7 @@ from islands.config import from_dict, resolve  # noqa: E402
 from islands.experiment import kinds  # noqa: E402
 from islands.experiment.report import write_report  # noqa: E402
 from islands.experiment.results import write_results  # noqa: E402
-from islands.rundir import METRIC_COLUMNS, RunDir  # noqa: E402
+from islands.output.rundir import METRIC_COLUMNS, RunDir  # noqa: E402
 
 SIZES = {(32, 16): 884, (64, 32): 2788, (128, 64): 9668}
 STRATEGIES = ("cmaes", "sep-cmaes", "openai-es")

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     import gymnasium
 
     from islands.evaluate import Controller
-    from islands.rundir import load_solution
+    from islands.output.rundir import load_solution
 
     try:
         sol = load_solution(args.run_dir)

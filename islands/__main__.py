@@ -2,6 +2,6 @@
 
 import sys
 
-from islands.launch import main
+from .launch import main
 
 sys.exit(main())

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .checkpointing import CheckpointClock, CheckpointSpec
 from .messages import CoordinatorReply, Emigrants, EvolveResult, HallOfFame, HofSummary
+from .persistence.checkpointing import CheckpointClock, CheckpointSpec
 from .topology import Topology
 
 
@@ -140,7 +140,7 @@ class CoordinatorCore:
         """Hall of fame, mailboxes, counters; written every ``interval * n_islands``
         reports or ``seconds``, and on request. A restarted coordinator (or a resumed run)
         starts from the last one."""
-        from .storage import Storage
+        from .persistence.storage import Storage
 
         self.storage = None if ck is None else Storage(ck.uri)
         self.restored = False
@@ -156,7 +156,7 @@ class CoordinatorCore:
 
     def checkpoint(self) -> int:
         """Write the state now; returns the number of reports it covers (-1: none)."""
-        from .storage import COORDINATOR_FILE
+        from .persistence.storage import COORDINATOR_FILE
 
         if self.storage is None:
             return -1
@@ -165,12 +165,12 @@ class CoordinatorCore:
         return self.reports
 
     def restore(self) -> bool:
-        from .storage import COORDINATOR_FILE
+        from .persistence.storage import COORDINATOR_FILE
 
         return self.storage.restore(COORDINATOR_FILE, self.set_state, "this run")
 
     def get_state(self) -> dict[str, Any]:
-        from .storage import CHECKPOINT_FORMAT
+        from .persistence.storage import CHECKPOINT_FORMAT
 
         return {
             "format": CHECKPOINT_FORMAT,

@@ -90,7 +90,7 @@ Why these values:
   the popsize and without migrants for 50 generations, did not catch up within 240 s; the
   same seeds without restarts solved in 25-53 s. A stagnation test that tells a stuck
   island from a noisy climbing one was missing, so restarts now use a window test
-  (``islands.restarts.WindowStagnation``). Replayed on the records of 64 row-like runs, it
+  (``islands.island.restarts.WindowStagnation``). Replayed on the records of 64 row-like runs, it
   fires (G = 50) in none of the 102 islands of runs solved within 80 s and in 12 of the 26
   of slower or unsolved ones (the record test: 3 and 14). Measured with ``--seeds 0-13
   --variant "ipop=--restart ipop" --variant "ipop30=--restart ipop --restart-patience 30"``
@@ -217,7 +217,7 @@ Why these values:
   episodes); the others reach 230-299 and stay there.
   Hence ``episodes_cap`` 4 and ``restart_patience`` 20 in the row: seed 3 again with them
   (``--seed 3 --episodes-cap 4 --restart-patience 20 --time-budget 3600``, quiet, before the
-  ranking probes of ``islands.resampling`` existed) **solved** in 1,772 s (29.5 min): 46.3K
+  ranking probes of ``islands.island.resampling`` existed) **solved** in 1,772 s (29.5 min): 46.3K
   episodes, 53.4M env steps, test **302.8 +- 1.3**. Island 1 walked steadily but slowly
   (its center 281 +- 2 over 20 episodes at generation 310, ``benchmarks/fitness_noise.py``),
   went to 2 episodes per evaluation at ~20 min (stagnant for 20 generations) and reached
@@ -240,7 +240,7 @@ Why these values:
   now and then: island 0's mean crept from 214 to 219), best still 227, final test 215.7
   +- 33. So over seeds 0-3 the row solved 2 of 4 within the hour: seed 0's walkers still
   fell now and then; seed 1's sit in a slow-gait basin that the record-based stagnation
-  test (``islands.restarts.Stagnation``) does not call stagnant.
+  test (``islands.island.restarts.Stagnation``) does not call stagnant.
   In that run CMA-ES's covariance had hardly adapted (axis ratio 2.1, step size 0.30-0.32
   after 300-337 generations), so sep-CMA-ES, whose diagonal adapts ~n times faster and
   which halved LunarLander's time, was the obvious probe: one island on one CPU each, side
@@ -317,7 +317,7 @@ Why these values:
   sets 25), ``episodes_cap`` (``--episodes-cap``: episodes per evaluation may double up
   to it, on noisy ranking probes or stagnation; never below the run's ``--episodes``;
   ``--episodes-cap 1`` turns it off for BipedalWalker), ``restart_patience``
-  (``--restart-patience``, else ``islands.restarts.DEFAULT_PATIENCE``) and
+  (``--restart-patience``, else ``islands.island.restarts.DEFAULT_PATIENCE``) and
   ``strategy_options`` (like ``sigma``, only for islands that run the table's strategy,
   under ``--strategy-options`` and an island's own ``options``: ``--strategy-options
   '{"bounds": null}'`` removes BipedalWalker's box).

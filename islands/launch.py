@@ -3,13 +3,13 @@
 1. parse and resolve the config (:mod:`islands.config`): unknown names, malformed YAML,
    unknown keys, non-positive sizes, unknown env, cnn on vector observations -> exit 2,
    one line, before anything is created;
-2. run it on Ray (:func:`islands.runtime.launch.run`): join ``--address`` /
+2. run it on Ray (:func:`islands.runtime.driver.run`): join ``--address`` /
    ``RAY_ADDRESS`` or start an embedded local Ray, plan and check resources (exit 2 when
    the cluster cannot place the islands), start the actors, drive the run, write the run
    directory;
 3. print one JSON line: the run directory and its outcome.
 
-For Python callers and tests, ``islands.runtime.launch.run(cfg)`` is the same without
+For Python callers and tests, ``islands.runtime.driver.run(cfg)`` is the same without
 argument parsing (it uses an already-initialized Ray as is).
 """
 
@@ -20,8 +20,8 @@ import json
 import sys
 
 from .config import ConfigError, default_out_dir, parse_args, resolve
+from .output.rundir import check_new
 from .planning import ResourceError
-from .rundir import check_new
 from .signals import SIGNALS
 
 PROG = "islands.launch"
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     from .runtime.archipelago import StartError
-    from .runtime.launch import run
+    from .runtime.driver import run
 
     try:
         with SIGNALS:

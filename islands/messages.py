@@ -60,9 +60,9 @@ class IslandReport:
     steps_per_s: float = 0.0
     island_wall_s: float = 0.0
     obs_count: float = 0.0  # observations behind the island's normalization (0: none)
-    restarts: int = 0  # strategy restarts against stagnation (islands.restarts), cumulative
+    restarts: int = 0  # strategy restarts against stagnation (island.restarts), cumulative
     confirmations: int = 0  # candidate genomes re-evaluated before an offer, cumulative
-    episodes_per_eval: int = 1  # now (grows where --episodes-cap lets it: islands.resampling)
+    episodes_per_eval: int = 1  # now (grows where --episodes-cap lets it: island.resampling)
     # Spearman's rho of the latest ranking probe at the current episodes (None: none yet)
     rank_agreement: float | None = None
     peak_rss_mb: float = 0.0  # the island process's peak resident memory so far

@@ -14,7 +14,7 @@ from typing import Any
 
 from .config import Config, strategies_of
 from .envdefaults import env_defaults
-from .restarts import DEFAULT_PATIENCE
+from .island.restarts import DEFAULT_PATIENCE
 
 
 class ResourceError(RuntimeError):
@@ -42,7 +42,7 @@ class IslandSpec:
     # ... each first re-evaluated on this many fresh training episodes (0: not)
     confirm_episodes: int = 0
     debug_exit_after_gen: int | None = None  # debug (fault tests): exit once, there
-    restart: str = "none"  # restart policy against stagnation (islands.restarts)
+    restart: str = "none"  # restart policy against stagnation (islands.island.restarts)
     restart_patience: int = DEFAULT_PATIENCE  # G, generations without improvement
     # episodes per evaluation double on stagnation up to this (None: fixed; resampling.py)
     episodes_cap: int | None = None

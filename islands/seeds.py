@@ -38,7 +38,7 @@ def confirm_seed(run_seed: int, island: int, generation: int) -> int:
 
 
 def probe_seed(run_seed: int, island: int, generation: int) -> int:
-    """Seed of the second evaluation of a probe generation (islands.resampling): episodes
+    """Seed of the second evaluation of a probe generation (islands.island.resampling): episodes
     neither training, nor re-evaluations of candidates, nor tests meet."""
     return _PROBE_SEED_BASE + train_seed(run_seed, island, generation)
 

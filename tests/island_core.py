@@ -5,7 +5,7 @@ CMA-ES with popsize 8, one episode of at most 100 steps per evaluation."""
 from __future__ import annotations
 
 from islands.config import parse_args, resolve
-from islands.island import IslandCore
+from islands.island.core import IslandCore
 from islands.planning import plan_islands
 
 

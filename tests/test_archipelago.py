@@ -11,7 +11,7 @@ import pytest
 
 from islands.config import from_dict, resolve
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
-from islands.island import IslandCore
+from islands.island.core import IslandCore
 from islands.messages import Emigrants, EvolveResult, IslandReport
 from islands.planning import (
     IslandSpec,
@@ -22,7 +22,7 @@ from islands.planning import (
 )
 from islands.runtime.archipelago import Archipelago
 from islands.runtime.cluster import cluster_nodes
-from islands.runtime.launch import run
+from islands.runtime.driver import run
 from policies.obsnorm import RunningMeanStd
 
 # Small CartPole settings shared by the Ray tests: episodes capped at 100-200 steps.

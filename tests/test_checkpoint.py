@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import ROOT, subprocess_env
 
-from islands.storage import CHECKPOINT_FORMAT, Storage
+from islands.persistence.storage import CHECKPOINT_FORMAT, Storage
 
 TREE = {"format": CHECKPOINT_FORMAT, "kind": "island", "index": 0,
         "x": np.arange(5.0), "rng": {"state": 12345678901234567890, "inc": 3}}
@@ -23,8 +23,8 @@ TREE = {"format": CHECKPOINT_FORMAT, "kind": "island", "index": 0,
 CRASH = textwrap.dedent("""
     import os, sys
     import numpy as np
-    from islands import plainstate
-    from islands.storage import CHECKPOINT_FORMAT, Storage
+    from islands.persistence import plainstate
+    from islands.persistence.storage import CHECKPOINT_FORMAT, Storage
 
     uri, mode = sys.argv[1], sys.argv[2]
     st = Storage(uri)
@@ -100,8 +100,8 @@ def test_an_envpool_island_resumed_from_a_checkpoint_continues_bit_identically(
     B's checkpoint for 2 more: C must end where A ended, fitness for fitness -- EnvPool
     episodes included, whose generators carry over between calls unless restarted."""
     from envs import EvalSpec
-    from islands.checkpointing import CheckpointSpec
-    from islands.island import IslandCore
+    from islands.island.core import IslandCore
+    from islands.persistence.checkpointing import CheckpointSpec
     from islands.planning import IslandSpec
 
     spec = IslandSpec(index=0, strategy=strategy, popsize=6, sigma=0.5, episodes=3)
@@ -145,7 +145,7 @@ def _launch(*args):
 
 @pytest.mark.own_ray
 def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
-    from islands import plainstate
+    from islands.persistence import plainstate
 
     out = tmp_path / "run"
     proc = _launch(*RUN_ARGS, "--out", str(out))
@@ -204,9 +204,9 @@ def test_a_resume_whose_policy_no_longer_fits_is_refused_before_ray_starts(tmp_p
 
     from island_core import island, island_cfg
 
-    from islands.checkpointing import CheckpointSpec
     from islands.config import ConfigError, resolve
-    from islands.resume import check_resume
+    from islands.persistence.checkpointing import CheckpointSpec
+    from islands.persistence.resume import check_resume
 
     cfg = resolve(dataclasses.replace(island_cfg(hidden="8"), out=str(tmp_path / "run")))
     core = island(cfg, CheckpointSpec(cfg.checkpoint_uri, interval=1))

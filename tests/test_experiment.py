@@ -19,7 +19,7 @@ import yaml
 from conftest import subprocess_env
 
 from islands.experiment import cli
-from islands.experiment.kinds import CURVES, EXPERIMENT_JSON, REPORT_MD, RESULTS, RUNS_DIR
+from islands.experiment.names import CURVES, EXPERIMENT_JSON, REPORT_MD, RESULTS, RUNS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 The directories are built the way the launcher and the runner write them: ``config.yaml``
 from a resolved ``islands.config.Config`` and ``metrics.parquet`` / ``summary.json`` through
-``islands.rundir.RunDir``, ``trial.json`` and ``experiment.json`` as the runner writes them;
+``islands.output.rundir.RunDir``, ``trial.json`` and ``experiment.json`` as the runner writes them;
 only the numbers in them are made up, so that the answers are known.
 """
 
@@ -22,7 +22,7 @@ import pytest
 
 from islands.config import from_dict, resolve
 from islands.envdefaults import env_defaults
-from islands.experiment import kinds
+from islands.experiment import names
 from islands.experiment.report import (
     REPORTS,
     scaling_answer,
@@ -39,7 +39,7 @@ from islands.experiment.results import (
     speedup_table,
     write_results,
 )
-from islands.rundir import METRIC_COLUMNS, RunDir
+from islands.output.rundir import METRIC_COLUMNS, RunDir
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "experiment_analysis.ipynb"
 
@@ -72,7 +72,7 @@ def make_run(exp: Path, trial: str, seed: int, params: dict, cfg: dict, metrics:
     """runs/<trial>/ as the launcher (config.yaml, metrics.parquet, summary.json) and the
     runner (trial.json, with ``record`` in it) leave it; ``summary`` overrides the
     summary's numbers."""
-    run = exp / kinds.RUNS_DIR / trial
+    run = exp / names.RUNS_DIR / trial
     config = resolve(from_dict({**cfg, **params, "seed": seed, "out": str(run)}),
                      check_env=False)
     rd = RunDir.create(str(run))
@@ -93,7 +93,7 @@ def make_run(exp: Path, trial: str, seed: int, params: dict, cfg: dict, metrics:
     } | summary
     out["strategies"] = out["strategies"][: config.islands]
     rd.write_summary(out)
-    (run / kinds.TRIAL_JSON).write_text(json.dumps(
+    (run / names.TRIAL_JSON).write_text(json.dumps(
         {"trial": trial, "label": f"{trial} seed={seed}", "seed": seed, "params": params}
         | (record or {})))
     return run
@@ -103,14 +103,14 @@ def failed_run(exp: Path, trial: str, seed: int, params: dict, *, status: str | 
                reason: str = "", tune_error: str = "") -> Path:
     """A trial that raised: the runner's trial.json with its status and reason (when the
     trial function could still write it), or only Tune's error.txt (when it could not)."""
-    run = exp / kinds.RUNS_DIR / trial
+    run = exp / names.RUNS_DIR / trial
     run.mkdir(parents=True)
     record = {"trial": trial, "label": f"{trial} seed={seed}", "seed": seed, "params": params}
     if status:
         record |= {"status": status, "reason": reason}
-    (run / kinds.TRIAL_JSON).write_text(json.dumps(record))
+    (run / names.TRIAL_JSON).write_text(json.dumps(record))
     if tune_error:
-        d = exp / kinds.TUNE_DIR / f"run_trial_ab12c_00009_9_trial={trial}_2026-11-26_10-00-00"
+        d = exp / names.TUNE_DIR / f"run_trial_ab12c_00009_9_trial={trial}_2026-11-26_10-00-00"
         d.mkdir(parents=True)
         (d / "error.txt").write_text(f"Failure # 1 (occurred at 2026-11-26)\n"
                                      f"Traceback (most recent call last):\n  ...\n{tune_error}\n")
@@ -126,7 +126,7 @@ def make_experiment(exp: Path, report: str, grid: dict, seeds: list[int],
             "source": f"experiments/{report}.yaml"}
     meta = {"spec": spec, "trials": [{"trial_id": t, "label": f"{t} seed={s}", "params": p,
                                       "seed": s} for t, p, s in trials]}
-    (exp / kinds.EXPERIMENT_JSON).write_text(json.dumps(meta, indent=2))
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta, indent=2))
     return exp
 
 
@@ -198,7 +198,7 @@ def wilson_by_hand(k: int, n: int, z: float = 1.959963984540054) -> tuple[float,
 
 # ---- tests -----------------------------------------------------------------------------
 def test_report_kinds_match():
-    assert tuple(REPORTS) == kinds.REPORT_KINDS
+    assert tuple(REPORTS) == names.REPORT_KINDS
 
 
 @pytest.fixture(scope="module")
@@ -225,8 +225,8 @@ def generic_exp(tmp_path_factory) -> Path:
     pd.read_parquet(run / "metrics.parquet").drop(columns="peak_rss_mb").to_parquet(
         run / "metrics.parquet")
     # t3 is still running (a directory without summary, no failure recorded); t2 has not run
-    (exp / kinds.RUNS_DIR / "t3").mkdir()
-    (exp / kinds.RUNS_DIR / "t3" / kinds.TRIAL_JSON).write_text('{"trial": "t3"}')
+    (exp / names.RUNS_DIR / "t3").mkdir()
+    (exp / names.RUNS_DIR / "t3" / names.TRIAL_JSON).write_text('{"trial": "t3"}')
     return exp
 
 
@@ -271,7 +271,7 @@ def test_results_columns_and_values(generic_exp):
 
 def test_load_writes_then_reads_parquet(generic_exp):
     meta, results, curves = load(generic_exp)
-    assert (generic_exp / kinds.RESULTS).is_file() and (generic_exp / kinds.CURVES).is_file()
+    assert (generic_exp / names.RESULTS).is_file() and (generic_exp / names.CURVES).is_file()
     assert meta["spec"]["report"] == "generic" and len(meta["trials"]) == 4
     _, again, curves_again = load(generic_exp)  # from the files this time
     pd.testing.assert_frame_equal(again, results, check_dtype=False)
@@ -498,7 +498,7 @@ def test_bipedal_and_pong_answers(tmp_path):
         assert_report_ok(pong)
 
 
-@pytest.mark.parametrize("kind", kinds.REPORT_KINDS)
+@pytest.mark.parametrize("kind", names.REPORT_KINDS)
 def test_report_of_an_experiment_without_runs(tmp_path, kind):
     exp = make_experiment(tmp_path / "exp", kind, {"islands": [1, 2]}, [0],
                           [("a", {"islands": 1}, 0), ("b", {"islands": 2}, 0)])
@@ -507,7 +507,7 @@ def test_report_of_an_experiment_without_runs(tmp_path, kind):
     text = write_report(exp).read_text()
     assert "0 of 2 trials ran; 2 not run yet (a, b)" in text
     assert "No finished runs yet." in text
-    assert all((exp / link).is_file() for link in figure_links(exp / kinds.REPORT_MD))
+    assert all((exp / link).is_file() for link in figure_links(exp / names.REPORT_MD))
 
 
 def test_head_to_head_arms_by_another_grid_field(tmp_path):
@@ -540,15 +540,15 @@ def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp
 
     exp = tmp_path / "exp"
     shutil.copytree(generic_exp, exp)
-    meta = json.loads((exp / kinds.EXPERIMENT_JSON).read_text())
+    meta = json.loads((exp / names.EXPERIMENT_JSON).read_text())
     meta["provenance"] = record({"base": {"env": "LunarLander-v3"}})
-    (exp / kinds.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
     text = write_report(exp).read_text()
     p = meta["provenance"]
     assert f"commit `{p['commit']}`" in text and f"{p['cpus']} CPUs" in text
     assert f"ray {p['versions']['ray']}" in text and "changed since" not in text
     meta["provenance"]["env_table"]["LunarLander-v3"]["popsize"] = 7
-    (exp / kinds.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
     text = write_report(exp).read_text()
     popsize = env_defaults("LunarLander-v3")["popsize"]
     assert ("**Warning: the environment table changed since these runs** (a rerun would use "

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from islands.config import ConfigError, from_dict, resolve
 from islands.experiment import ExperimentError, ExperimentSpec, Trial, load_experiment, trials
-from islands.experiment.kinds import BUDGET_FIELDS, SCALES
+from islands.experiment.names import BUDGET_FIELDS, SCALES
 from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"

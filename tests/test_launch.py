@@ -15,7 +15,7 @@ from PIL import Image
 from islands import launch
 from islands.config import FIELDS, build_parser, parse_args, resolve
 from islands.envdefaults import env_defaults
-from islands.rundir import METRIC_COLUMNS, SUMMARY_KEYS, load_solution
+from islands.output.rundir import METRIC_COLUMNS, SUMMARY_KEYS, load_solution
 
 
 def test_help_documents_every_flag():
@@ -145,7 +145,7 @@ def test_bad_yaml_exits_2_in_a_subprocess_without_traceback(tmp_path):
 
 
 def test_resume_of_a_non_run_or_a_corrupt_or_mismatched_checkpoint_exits_2(tmp_path, capsys):
-    from islands.storage import CHECKPOINT_FORMAT, Storage
+    from islands.persistence.storage import CHECKPOINT_FORMAT, Storage
 
     def fails(run_dir, expect):
         before = sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.rglob("*"))

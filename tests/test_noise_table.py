@@ -14,7 +14,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import islands.strategies.noise_table as nt
 from envs.torch_evaluator import TorchEvaluator
-from islands import plainstate
+from islands.persistence import plainstate
 from islands.strategies import make
 from islands.strategies.noise_table import NoiseTable, reconstruct
 

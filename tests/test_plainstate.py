@@ -1,4 +1,4 @@
-"""islands.plainstate: plain-data checkpoints in .npz without pickle."""
+"""islands.persistence.plainstate: plain-data checkpoints in .npz without pickle."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from islands import plainstate
+from islands.persistence import plainstate
 from islands.strategies import STRATEGIES, make
 
 

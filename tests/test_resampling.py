@@ -1,4 +1,4 @@
-"""More episodes per evaluation on stagnation (islands.resampling), without Ray: the
+"""More episodes per evaluation on stagnation (islands.island.resampling), without Ray: the
 schedule's rule and state, and a CartPole island (Gymnasium backend, episodes from seeds
 alone) that doubles its episodes, resamples before it restarts, and resumes identically."""
 
@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from island_core import island, island_cfg, row
 
-from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
-from islands.display import Display
-from islands.planning import plan_islands
-from islands.resampling import (
+from islands.island.resampling import (
     MIN_AGREEMENT,
     PROBE_WINDOW,
     EpisodeSchedule,
     rank_agreement,
 )
+from islands.output.display import Display
+from islands.persistence.checkpointing import CheckpointSpec
+from islands.planning import plan_islands
 
 PROBE_EVERY = 10  # --probe-interval in these tests
 FLAT = np.zeros(4)  # a generation that beats no record once the first one set them

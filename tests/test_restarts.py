@@ -1,4 +1,4 @@
-"""Restarts against stagnation (islands.restarts) without Ray: IPOP / BIPOP on a multimodal
+"""Restarts against stagnation (islands.island.restarts) without Ray: IPOP / BIPOP on a multimodal
 function, the stagnation rule, restart plans, state round trips, and an island that restarts
 (CartPole through the Gymnasium backend, whose episodes depend only on seeds)."""
 
@@ -10,12 +10,8 @@ import numpy as np
 import pytest
 from island_core import island, island_cfg, row
 
-from islands import plainstate
-from islands.checkpointing import CheckpointSpec
 from islands.config import ConfigError, parse_args, resolve
-from islands.messages import Emigrants
-from islands.planning import plan_islands
-from islands.restarts import (
+from islands.island.restarts import (
     RESTART_POLICIES,
     Restarter,
     RestartSettings,
@@ -23,6 +19,10 @@ from islands.restarts import (
     WindowStagnation,
     restart_seed,
 )
+from islands.messages import Emigrants
+from islands.persistence import plainstate
+from islands.persistence.checkpointing import CheckpointSpec
+from islands.planning import plan_islands
 from islands.strategies import STRATEGIES, make
 
 DIM = 10

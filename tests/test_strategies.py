@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from islands import plainstate
+from islands.persistence import plainstate
 from islands.strategies import STRATEGIES, make
 
 NAMES = sorted(STRATEGIES)
@@ -271,7 +271,7 @@ def test_cmaes_state_loads_in_another_process(tmp_path):
         expected.append(a.ask())
     child = textwrap.dedent(f"""
         import numpy as np
-        from islands import plainstate
+        from islands.persistence import plainstate
         from islands.strategies import make
         s = make("cmaes", {DIM})
         s.load_state_dict(plainstate.load({str(tmp_path / "s.npz")!r}))

@@ -19,7 +19,7 @@ checkpoint location); ``to_yaml_dict`` of it is what ``config.yaml`` in a run di
 holds, and feeding that back with ``--config`` gives the same resolved config.
 """
 
-from .kinds import coerce
+from .fieldtypes import coerce
 from .parse import build_parser, check_run_dir, default_out_dir, from_dict, load_yaml, parse_args
 from .resolve import (
     check_env_id,

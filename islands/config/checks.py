@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import difflib
 
-from islands import topology as topo
-from islands.restarts import RESTART_POLICIES
-from islands.strategies import STRATEGIES
 from policies import POLICIES
 
+from .. import topology as topo
+from ..island.restarts import RESTART_POLICIES
+from ..strategies import STRATEGIES
 from .schema import Config, ConfigError, flag, strategies_of
 
 _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations",

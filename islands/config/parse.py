@@ -12,7 +12,7 @@ import difflib
 import os
 from typing import Any
 
-from .kinds import coerce
+from .fieldtypes import coerce
 from .schema import FIELDS, Config, ConfigError, flag
 
 

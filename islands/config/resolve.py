@@ -13,9 +13,8 @@ import dataclasses
 import importlib
 import os
 
-from islands.envdefaults import GENERIC, env_defaults
-from islands.restarts import DEFAULT_PATIENCE
-
+from ..envdefaults import GENERIC, env_defaults
+from ..island.restarts import DEFAULT_PATIENCE
 from .checks import check
 from .schema import Config, ConfigError
 

@@ -1,7 +1,7 @@
 """The ``Config`` dataclass: every field of a run, its default and its one-line help.
 
 This is the single place for defaults. Each field's metadata says how its value is read
-(``kind``, see :mod:`islands.config.kinds`), which names it accepts (``choices``, taken from
+(``kind``, see :mod:`islands.config.fieldtypes`), which names it accepts (``choices``, taken from
 the registries) and how ``--help`` shows it (``metavar``).
 """
 
@@ -13,11 +13,12 @@ from typing import Any
 
 from envs.spaces import BACKENDS
 from envs.spec import EvalSpec
-from islands import topology as topo
-from islands.envdefaults import GENERIC
-from islands.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
-from islands.strategies import STRATEGIES
 from policies import POLICIES
+
+from .. import topology as topo
+from ..envdefaults import GENERIC
+from ..island.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
+from ..strategies import STRATEGIES
 
 DEVICES = ("auto", "cpu", "cuda")
 # Keys an entry of ``island_specs`` may set (all optional).
@@ -108,12 +109,12 @@ class Config:
         "for --restart-patience generations (or its ranking probes say so, see "
         "--probe-interval), before it restarts; default: env table, else none (fixed "
         "--episodes; set N to --episodes to fix them where the table has a cap); see "
-        "islands/resampling.py", "optint", metavar="N")
+        "islands/island/resampling.py", "optint", metavar="N")
     probe_interval: int = _opt(
         0, "with --episodes-cap: evaluate every G-th generation twice, on independent "
         "episodes, and double the episodes when the two rankings agree less than 0.5 "
         "(Spearman, over 3 probes) while the population mean stays flat (0: no probes; "
-        "experimental, see islands/resampling.py)", "int", metavar="G")
+        "experimental, see islands/island/resampling.py)", "int", metavar="G")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")
@@ -123,7 +124,7 @@ class Config:
     restart: str = _opt(
         "none", "restart an island's strategy when it stagnates: none, ipop (fresh start, "
         "popsize doubled each time), bipop (alternating large and small populations), hof "
-        "(around the best genome the island knows); see islands/restarts.py",
+        "(around the best genome the island knows); see islands/island/restarts.py",
         choices=RESTART_POLICIES)
     restart_patience: int | None = _opt(
         None, "G, the stagnation window: --restart restarts an island when, over its last G "

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from .kinds import EXPERIMENT_JSON, REPORT_MD, SCALES, TUNE_DIR
+from .names import EXPERIMENT_JSON, REPORT_MD, SCALES, TUNE_DIR
 from .spec import ExperimentError, check_trials, load_experiment, trials
 
 PROG = "islands.experiment"

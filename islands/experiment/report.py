@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, kinds, stats
+from . import figures, names, stats
 from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's too)
     ALPHA,
     MIN_RUNS,
@@ -265,7 +265,7 @@ def write_report(exp_dir: str | os.PathLike) -> Path:
         raise ValueError(f"unknown report kind {kind!r} (one of {', '.join(REPORTS)})")
     ctx = Context(exp, meta, results, curves)
     text = "\n".join(header(ctx) + REPORTS[kind](ctx) + config_appendix(ctx)) + "\n"
-    path = exp / kinds.REPORT_MD
+    path = exp / names.REPORT_MD
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

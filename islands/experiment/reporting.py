@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import figures, kinds, provenance
+from . import figures, names, provenance
 from .results import FAILED, missing_trials, param_value, per_config, ran
 
 ALPHA = 0.05  # significance level of the head-to-head tests (8.5)
@@ -100,11 +100,11 @@ class Context:
 
     def figure(self, name: str, fig: Any, caption: str) -> str:
         """Save ``fig`` as figures/<name>.png; the markdown that shows it."""
-        folder = self.exp_dir / kinds.FIGURES_DIR
+        folder = self.exp_dir / names.FIGURES_DIR
         folder.mkdir(exist_ok=True)
         figures.save_figure(fig, folder / f"{name}.png")
         self.saved.append(folder / f"{name}.png")
-        return f"![{caption}]({kinds.FIGURES_DIR}/{name}.png)"
+        return f"![{caption}]({names.FIGURES_DIR}/{name}.png)"
 
 
 # ---- what every report starts with -----------------------------------------------------
@@ -212,7 +212,7 @@ def _cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
 
     out: dict[str, dict[str, Any]] = {}
     for r in ctx.done.itertuples():
-        path = ctx.exp_dir / kinds.RUNS_DIR / str(r.trial) / "config.yaml"
+        path = ctx.exp_dir / names.RUNS_DIR / str(r.trial) / "config.yaml"
         if r.config not in out and path.is_file():
             cfg = yaml.safe_load(path.read_text()) or {}
             out[r.config] = {k: v for k, v in cfg.items() if k not in PER_TRIAL}

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import kinds, stats
+from . import names, stats
 
 # What became of a trial. ``timeout``: stopped by the clock (``time_budget``) unsolved;
 # ``unsolved``: stopped on its evaluation (or generation) budget; ``missing``: not run yet
@@ -49,7 +49,7 @@ _TOTALS = ("total_evals", "total_episodes", "total_env_steps", "wall_s")
 # ---- small readers ---------------------------------------------------------------------
 def read_meta(exp_dir: str | os.PathLike) -> dict[str, Any]:
     """``experiment.json`` (``{"spec": {}, "trials": []}`` when it is absent)."""
-    path = Path(exp_dir) / kinds.EXPERIMENT_JSON
+    path = Path(exp_dir) / names.EXPERIMENT_JSON
     meta = json.loads(path.read_text()) if path.exists() else {}
     meta.setdefault("spec", {})
     meta.setdefault("trials", [])
@@ -93,7 +93,7 @@ def _num(v: Any) -> float:
 # ---- one run ---------------------------------------------------------------------------
 def _trial_info(run: Path, meta: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     """trial.json, else the experiment's trial entry, else the directory name."""
-    info = _read_json(run / kinds.TRIAL_JSON)
+    info = _read_json(run / names.TRIAL_JSON)
     if not info:
         planned = {t.get("trial_id"): t for t in meta["trials"]}
         info = dict(planned.get(run.name, {}))
@@ -170,7 +170,7 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
 
 def _tune_error(exp: Path, trial: str) -> str:
     """The last line of Tune's error.txt for ``trial`` (empty when it has none)."""
-    for path in sorted((exp / kinds.TUNE_DIR).glob(f"*trial={trial}_*/error.txt")):
+    for path in sorted((exp / names.TUNE_DIR).glob(f"*trial={trial}_*/error.txt")):
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()
                  if ln.strip()]
         if lines:
@@ -204,7 +204,7 @@ def config_label(params: dict[str, Any], grid: list[str]) -> str:
 
 def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
              grid: list[str]) -> tuple[dict, pd.DataFrame]:
-    run = exp / kinds.RUNS_DIR / str(planned.get("trial_id"))
+    run = exp / names.RUNS_DIR / str(planned.get("trial_id"))
     # a trial that failed before its launcher wrote config.yaml: what the experiment set
     cfg = _read_yaml(run / "config.yaml") or {**(meta["spec"].get("base") or {}),
                                               **(meta["spec"].get("budget") or {}),
@@ -214,7 +214,7 @@ def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
     metrics = pd.read_parquet(mpath) if mpath.exists() else pd.DataFrame(
         columns=["island", "generation", "wall_s", "best_so_far", "total_evals",
                  "total_env_steps"])
-    record = _read_json(run / kinds.TRIAL_JSON)
+    record = _read_json(run / names.TRIAL_JSON)
     info = _trial_info(run, meta, cfg)
     status, reason = status_of(summary, record, "" if summary else _tune_error(exp, run.name))
     fixed = _run_columns(summary, cfg, metrics) | {"status": status, "reason": reason}
@@ -244,7 +244,7 @@ def _curve(metrics: pd.DataFrame, trial: str, seed: int | None) -> pd.DataFrame:
 # ---- the experiment --------------------------------------------------------------------
 def finished_runs(exp_dir: str | os.PathLike) -> list[Path]:
     """``runs/<trial>/`` directories that hold a ``summary.json``, in trial order."""
-    runs = Path(exp_dir) / kinds.RUNS_DIR
+    runs = Path(exp_dir) / names.RUNS_DIR
     dirs = [p for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
     return sorted((p for p in dirs if (p / "summary.json").exists()),
                   key=lambda p: _natural(p.name))
@@ -332,20 +332,20 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> None:
 def write_results(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Collect and write ``results.parquet`` and ``curves.parquet``; returns both."""
     results, curves = collect(exp_dir)
-    _write_parquet(results, Path(exp_dir) / kinds.RESULTS)
-    _write_parquet(curves, Path(exp_dir) / kinds.CURVES)
+    _write_parquet(results, Path(exp_dir) / names.RESULTS)
+    _write_parquet(curves, Path(exp_dir) / names.CURVES)
     return results, curves
 
 
 def _stale(exp_dir: Path) -> bool:
     """The parquet files are missing, or a run finished after they were written."""
-    paths = [exp_dir / kinds.RESULTS, exp_dir / kinds.CURVES]
+    paths = [exp_dir / names.RESULTS, exp_dir / names.CURVES]
     if not all(p.exists() for p in paths):
         return True
     written = min(p.stat().st_mtime for p in paths)
-    files = [*(exp_dir / kinds.RUNS_DIR).glob(f"*/{kinds.TRIAL_JSON}"),
-             *(exp_dir / kinds.RUNS_DIR).glob("*/summary.json"),
-             *(exp_dir / kinds.TUNE_DIR).glob("*/error.txt"), exp_dir / kinds.EXPERIMENT_JSON]
+    files = [*(exp_dir / names.RUNS_DIR).glob(f"*/{names.TRIAL_JSON}"),
+             *(exp_dir / names.RUNS_DIR).glob("*/summary.json"),
+             *(exp_dir / names.TUNE_DIR).glob("*/error.txt"), exp_dir / names.EXPERIMENT_JSON]
     return any(f.exists() and f.stat().st_mtime > written for f in files)
 
 
@@ -357,7 +357,7 @@ def load(exp_dir: str | os.PathLike) -> tuple[dict[str, Any], pd.DataFrame, pd.D
     if _stale(exp):
         results, curves = write_results(exp)
     else:
-        results, curves = pd.read_parquet(exp / kinds.RESULTS), pd.read_parquet(exp / kinds.CURVES)
+        results, curves = pd.read_parquet(exp / names.RESULTS), pd.read_parquet(exp / names.CURVES)
     return meta, results, curves
 
 

@@ -9,7 +9,7 @@ runs. Every problem is an :class:`ExperimentError` with a one-line message.
 The format (``experiments/*.yaml``)::
 
     name: network-scaling            # required; letters, digits, '.', '_', '-'
-    report: network-scaling          # a kinds.REPORT_KINDS entry (default: generic)
+    report: network-scaling          # a names.REPORT_KINDS entry (default: generic)
     question: Up to how many parameters does full CMA-ES still solve LunarLander-v3?
     description: >
       Free text for the report.
@@ -18,8 +18,8 @@ The format (``experiments/*.yaml``)::
       hidden: [[32, 16], [64, 32]]
       strategy: [cmaes, sep-cmaes, openai-es]
     seeds: 0-2                       # or [0, 1, 2], 0-3,8 (as benchmarks/ take them), or 7
-    budget: {max_evals: 20000, time_budget: 600}   # keys from kinds.BUDGET_FIELDS
-    scales:                          # any of kinds.SCALES; each block is optional
+    budget: {max_evals: 20000, time_budget: 600}   # keys from names.BUDGET_FIELDS
+    scales:                          # any of names.SCALES; each block is optional
       smoke:   {grid: {hidden: [[32, 16]]}, seeds: [0], budget: {time_budget: 30}}
       laptop:  {seeds: [0], budget: {time_budget: 270}}
       cluster: {base: {islands: 8}, seeds: 0-4}
@@ -30,7 +30,7 @@ its place; a field only the scale lists comes after the top level's); ``seeds`` 
 Asking for a scale the file does not define is an error naming the scales it has.
 
 Where a launcher field may go: any field of :data:`islands.config.FIELDS` in ``base`` and
-``grid``, except the runner's own (``kinds.RUNNER_FIELDS``: ``out``, ``namespace``, ...),
+``grid``, except the runner's own (``names.RUNNER_FIELDS``: ``out``, ``namespace``, ...),
 ``seed`` (that is what ``seeds`` lists) and, in ``base``, the budget fields (they belong in
 ``budget``, where a report reads the budget the arms shared). A grid value may repeat a
 ``base`` field; the grid's value wins. Values are checked when :func:`check_trials` resolves
@@ -56,10 +56,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from islands.config import FIELDS, Config, ConfigError, from_dict, resolve
-from islands.config.parse import yaml_problem
-
-from .kinds import BUDGET_FIELDS, REPORT_KINDS, RUNNER_FIELDS, SCALES
+from ..config import FIELDS, Config, ConfigError, from_dict, resolve
+from ..config.parse import yaml_problem
+from .names import BUDGET_FIELDS, REPORT_KINDS, RUNNER_FIELDS, SCALES
 
 TOP_KEYS = ("name", "report", "question", "description", "base", "grid", "seeds", "budget",
             "scales")
@@ -93,7 +92,7 @@ class ExperimentSpec:
     base: dict = field(default_factory=dict)  # launcher fields of every run
     grid: dict = field(default_factory=dict)  # launcher field -> values, in file order
     seeds: list = field(default_factory=list)
-    budget: dict = field(default_factory=dict)  # kinds.BUDGET_FIELDS -> value
+    budget: dict = field(default_factory=dict)  # names.BUDGET_FIELDS -> value
     scale: str = ""
     source: str = ""  # the YAML file it came from
 

@@ -1,7 +1,7 @@
 """The three actors of a run, each a thin Ray wrapper of a plain-Python core.
 
 - ``island-NN`` / ``islands-NN-MM`` (:class:`IslandActor`): one
-  :class:`~islands.island.IslandCore`, or several that share a CPU and so a process
+  :class:`~islands.island.core.IslandCore`, or several that share a CPU and so a process
   (``planning.HostSpec``), one call at a time; sizes torch and EnvPool threads from the CPU
   share and picks CUDA when Ray gave it a GPU. The loop talks to each island through an
   :class:`IslandRef`.
@@ -22,10 +22,10 @@ from typing import Any
 
 import ray
 
-from ..checkpointing import CheckpointSpec
 from ..coordinator import CoordinatorCore, CoordinatorSpec
-from ..island import IslandCore
+from ..island.core import IslandCore
 from ..messages import CoordinatorReply, EvolveResult, HallOfFame, HofSummary, IslandInfo
+from ..persistence.checkpointing import CheckpointSpec
 from ..planning import IslandSpec
 
 log = logging.getLogger("islands.island")
@@ -69,7 +69,7 @@ def _torch_threads(specs: list[IslandSpec], eval_spec) -> int:
 
 @ray.remote
 class IslandActor:
-    """Ray wrapper around one or more :class:`~islands.island.IslandCore` s that share a
+    """Ray wrapper around one or more :class:`~islands.island.core.IslandCore` s that share a
     worker process (``planning.HostSpec``; named ``island-NN`` or ``islands-NN-MM``). Calls
     name the island and run one after another, as the islands' shares of one CPU would be
     time-sliced anyway. Measured (``benchmarks/archipelago_throughput.py``, LunarLander, 2

@@ -16,10 +16,10 @@ from typing import Any
 import ray
 
 from ..candidates import Candidate
-from ..checkpointing import CheckpointSpec
 from ..config import Config
 from ..coordinator import CoordinatorSpec
 from ..messages import HallOfFame, IslandInfo
+from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
 from ..seeds import candidate_test_seed
 from .actors import (

@@ -1,7 +1,7 @@
 """An experiment's grid of runs as Ray Tune trials (``python -m islands.experiment``).
 
 One Tune trial per run of the grid (:func:`islands.experiment.spec.trials`): the trial's
-function runs one whole archipelago through :func:`islands.runtime.launch.run` into
+function runs one whole archipelago through :func:`islands.runtime.driver.run` into
 ``<experiment>/runs/<trial>/``, with its islands in the trial's placement group (a
 :class:`~ray.tune.PlacementGroupFactory` with an empty head bundle -- the trial function
 only waits on the islands -- and one bundle per island, sized as the launcher would size
@@ -31,7 +31,7 @@ import ray
 from ray import tune
 
 from ..config import ConfigError, resolve
-from ..experiment.kinds import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
+from ..experiment.names import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 from ..placement import place_by_node_type
 from ..planning import default_cpu_share, plan_hosts, plan_islands
 from .cluster import cluster_nodes
@@ -120,7 +120,7 @@ def run_trial(config: dict[str, Any], exp_dir: str, plans: dict[str, TrialPlan])
     ``trial.json`` records when it ran (the report counts the trials that overlapped it),
     its CPU share, and, for a run that raised, ``status`` crashed or oom with the reason:
     a trial that failed stays a row of the results."""
-    from .launch import run
+    from .driver import run
 
     exp = Path(exp_dir)
     trial = _trials(exp)[config["trial"]]
@@ -165,7 +165,7 @@ def _write_trial(run_dir: Path, record: dict[str, Any]) -> None:
 def _trial_config(trial, exp: Path, run_dir: Path, share: float):
     """The trial's launcher config; ``resume`` set where its islands left checkpoints."""
     from ..experiment.spec import trial_config
-    from ..resume import check_resume
+    from ..persistence.resume import check_resume
 
     cfg = trial_config(trial, out=str(run_dir), namespace=namespace_of(exp, trial.trial_id))
     cfg = dataclasses.replace(cfg, cpus_per_island=share)

@@ -6,12 +6,12 @@ strategy maximizes fitness; defaults are documented in each strategy's module.
 
 from __future__ import annotations
 
-from islands.strategies.base import Strategy
-from islands.strategies.cmaes import CMAES
-from islands.strategies.ga import GA
-from islands.strategies.openai_es import OpenAIES
-from islands.strategies.openai_es_nt import OpenAIESNT
-from islands.strategies.sep_cmaes import SepCMAES
+from .base import Strategy
+from .cmaes import CMAES
+from .ga import GA
+from .openai_es import OpenAIES
+from .openai_es_nt import OpenAIESNT
+from .sep_cmaes import SepCMAES
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "cmaes": CMAES,

@@ -141,7 +141,7 @@ class Strategy(ABC):
     def stop_reason(self) -> str | None:
         """Why this strategy has converged or stalled by its own criteria (a collapsed step
         size, flat fitness, ...), or None to go on. Asked once per generation, after
-        ``tell``, by islands that restart (:mod:`islands.restarts`); it may update internal
+        ``tell``, by islands that restart (:mod:`islands.island.restarts`); it may update internal
         bookkeeping, so it is part of the strategy's deterministic trajectory there.
         Strategies without such criteria (fixed step sizes) keep this default."""
         return None

@@ -44,7 +44,7 @@ most ``popsize // 2`` are kept per generation, the fittest by reported fitness, 
 update still rests mostly on independent samples. The reported fitness only ranks migrants
 and updates ``best``; the sample pycma makes from them is evaluated like every other.
 
-Islands that restart (:mod:`islands.restarts`) ask :meth:`CMAES.stop_reason` after every
+Islands that restart (:mod:`islands.island.restarts`) ask :meth:`CMAES.stop_reason` after every
 generation: the criteria of pycma's ``es.stop()`` that say the run has converged or stalled
 (tolx, tolfun, tolflatfitness, tolstagnation, ...), without its budgets (maxiter,
 maxfevals, ...), which belong to the run, not to one strategy's run.
@@ -63,8 +63,8 @@ import cma
 import numpy as np
 from cma.evolution_strategy import get_CMASolutionDict
 
-from islands.strategies.base import Strategy, check_x0, rng_state, set_rng_state
-from islands.strategies.pycma_state import decode_graph, encode_graph, is_plain
+from .base import Strategy, check_x0, rng_state, set_rng_state
+from .pycma_state import decode_graph, encode_graph, is_plain
 
 DEFAULT_SIGMA = 0.1
 # Options this module sets itself: passing them would break the contract or state capture.

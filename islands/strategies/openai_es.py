@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from islands.strategies.base import (
+from .base import (
     Strategy,
     check_options,
     check_x0,

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from islands.strategies.base import (
+from .base import (
     Strategy,
     check_options,
     check_x0,
@@ -76,7 +76,7 @@ from islands.strategies.base import (
     sanitize_fitness,
     set_rng_state,
 )
-from islands.strategies.noise_table import (
+from .noise_table import (
     DEFAULT_TABLE_SEED,
     DEFAULT_TABLE_SIZE,
     NoiseTable,
@@ -84,7 +84,7 @@ from islands.strategies.noise_table import (
     resolve_access,
     resolve_device,
 )
-from islands.strategies.openai_es import (
+from .openai_es import (
     DEFAULTS,
     centered_ranks,
     es_settings,

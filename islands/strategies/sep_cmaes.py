@@ -33,7 +33,7 @@ c1, cmu        pycma's c1_sep,     Ros and Hansen (2008)
 
 from __future__ import annotations
 
-from islands.strategies.cmaes import CMAES
+from .cmaes import CMAES
 
 
 class SepCMAES(CMAES):

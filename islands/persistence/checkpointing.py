@@ -2,7 +2,7 @@
 
 An island counts generations, the coordinator counts reports; either writes when its count
 has advanced ``every`` since the last checkpoint or ``seconds`` have passed (0 disables
-either rule). Where checkpoints go and how they are written: :mod:`islands.storage`.
+either rule). Where checkpoints go and how they are written: :mod:`islands.persistence.storage`.
 """
 
 from __future__ import annotations

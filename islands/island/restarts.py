@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from islands.strategies.base import sanitize_fitness
+from ..strategies.base import sanitize_fitness
 
 RESTART_POLICIES = ("none", "ipop", "bipop", "hof")
 # G: the window of the stagnation test, in generations. pycma's own test (tolstagnation)
@@ -95,7 +95,7 @@ class Stagnation:
     beats the best value it has had since the last ``reset``; stagnant after ``patience``
     such generations in a row (any improvement of either restarts the count).
 
-    The episode schedule (``islands.resampling``) uses this record-based test: there a false
+    The episode schedule (``islands.island.resampling``) uses this record-based test: there a false
     alarm only costs more episodes per evaluation, and more episodes are what make the
     records trustworthy. Restarts use :class:`WindowStagnation`, which noise does not fool."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .config import Config, ConfigError
-from .planning import IslandSpec
+from ..config import Config, ConfigError
+from ..planning import IslandSpec
 
 
 def check_resume(cfg: Config, plan: list[IslandSpec] | None = None) -> None:

@@ -23,8 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from islands import topology as topo
-
+from .. import topology as topo
 from .schema import FIELDS, ISLAND_SPEC_KEYS, ConfigError, flag
 
 _NONE = ("none", "null", "")

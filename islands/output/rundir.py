@@ -7,11 +7,11 @@ config.yaml        the fully resolved config; ``--config config.yaml`` reruns it
 metrics.parquet    one row per island report: ``METRIC_COLUMNS`` (counts are cumulative)
 summary.json       ``SUMMARY_KEYS`` and more (stop reason, tests run, coordinator stats)
 solution.npz       the best genome: params, policy spec, observation statistics, env
-                   (:mod:`islands.plainstate`, loads with ``allow_pickle=False``)
+                   (:mod:`islands.persistence.plainstate`, loads with ``allow_pickle=False``)
 solution.json      the same without the parameters, for people
 fitness.png        best-so-far fitness per island and overall vs wall-clock time
-checkpoints/       island-NN.npz and coordinator.npz (islands.storage; --checkpoint-uri moves
-                   them elsewhere); ``--resume DIR`` continues from them
+checkpoints/       island-NN.npz and coordinator.npz (persistence.storage; --checkpoint-uri
+                   moves them elsewhere); ``--resume DIR`` continues from them
 =================  ==========================================================================
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from . import plainstate
-from .messages import IslandReport
+from ..messages import IslandReport
+from ..persistence import plainstate
 
 # A row is an island's report (``messages.IslandReport``: every field but the island
 # process's own clock) with the run's wall time and the archipelago's totals (all islands)

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from .planning import IslandSpec
+from ..planning import IslandSpec
 
 
 def _fmt(x: float) -> str:

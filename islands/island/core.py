@@ -11,8 +11,8 @@ actor around it (``islands.runtime.actors``) only sizes threads and picks the de
 Immigrant batches whose width is not this island's dimension are rejected, logged and
 counted; the island carries on. Seeds: :mod:`islands.seeds`.
 
-Restarts (``spec.restart``, :mod:`islands.restarts`): after each generation the island's
-:class:`~islands.restarts.Restarter` may end the strategy's run (stagnation or the
+Restarts (``spec.restart``, :mod:`islands.island.restarts`): after each generation the island's
+:class:`~islands.island.restarts.Restarter` may end the strategy's run (stagnation or the
 strategy's own ``stop_reason()``); the island then builds a new strategy of the same kind
 with the popsize, step size, seed and start the restarter plans. The island's generation
 (reports, training seeds, checkpoint timing, ``--generations``) is the sum over its
@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from .checkpointing import CheckpointClock, CheckpointSpec
-from .messages import CandidateOffer, Emigrants, EvolveResult, IslandInfo, IslandReport
-from .planning import IslandSpec
+from ..messages import CandidateOffer, Emigrants, EvolveResult, IslandInfo, IslandReport
+from ..persistence.checkpointing import CheckpointClock, CheckpointSpec
+from ..planning import IslandSpec
+from ..seeds import confirm_seed, probe_seed, strategy_seed, train_seed
 from .resampling import EpisodeSchedule
 from .restarts import Restarter, RestartSettings
-from .seeds import confirm_seed, probe_seed, strategy_seed, train_seed
 
 log = logging.getLogger("islands.island")
 
@@ -110,7 +110,7 @@ class IslandCore:
     def _init_checkpoints(self, ck: CheckpointSpec | None) -> None:
         self.storage = None
         if ck is not None:
-            from .storage import Storage
+            from ..persistence.storage import Storage
 
             self.storage = Storage(ck.uri)
             if ck.load or self.reconstructed:
@@ -123,7 +123,7 @@ class IslandCore:
     def _build_strategy(self, build: dict[str, Any]) -> None:
         """A new strategy of this island's kind from ``build`` (popsize, sigma, seed, x0);
         ``build`` is kept for the checkpoint (a restarted strategy is rebuilt alike)."""
-        from islands import strategies
+        from .. import strategies
 
         self._build = build
         self.strategy = strategies.make(self.spec.strategy, self.dim, **build,
@@ -229,7 +229,7 @@ class IslandCore:
     def _generation(self) -> tuple[np.ndarray, np.ndarray]:
         """ask -> evaluate -> tell once; the population and its fitness. A probe generation
         (``schedule.probe_due``) is evaluated again on as many fresh episodes, and the
-        strategy is told the mean of both (islands.resampling)."""
+        strategy is told the mean of both (islands.island.resampling)."""
         X = self.strategy.ask()
         probe = self.schedule.probe_due(self.generation) and self._eval_spec is not None
         res = self.evaluator.evaluate(
@@ -255,7 +255,7 @@ class IslandCore:
         return X, fit
 
     def _grow_episodes(self, fit: np.ndarray, halves=None) -> None:
-        """More episodes per evaluation when the schedule says so (islands.resampling); a
+        """More episodes per evaluation when the schedule says so (islands.island.resampling); a
         stagnant island resamples before it restarts, so the restarter counts afresh."""
         n = self.schedule.update(fit, halves)
         if n is None:
@@ -368,7 +368,7 @@ class IslandCore:
     def get_state(self) -> dict[str, Any]:
         """Plain-data state: strategy state dict and how it was built, restarts,
         observation statistics, counters."""
-        from .storage import CHECKPOINT_FORMAT
+        from ..persistence.storage import CHECKPOINT_FORMAT
 
         stats = self.evaluator.obs_stats
         return {
@@ -428,7 +428,7 @@ class IslandCore:
         ``maybe_checkpoint``)."""
         if self.storage is None:
             return -1
-        from .storage import island_file
+        from ..persistence.storage import island_file
 
         self.storage.save(island_file(self.index), self.get_state())
         if restart_episodes:
@@ -449,7 +449,7 @@ class IslandCore:
     def restore(self) -> bool:
         """Load this island's last checkpoint, if there is one (ValueError naming the file
         when it is corrupt or belongs to another island / strategy / dimension)."""
-        from .storage import island_file
+        from ..persistence.storage import island_file
 
         if not self.storage.restore(island_file(self.index), self.set_state,
                                     f"island {self.index}"):

@@ -24,7 +24,7 @@ symptom:
   variance for twice the episodes never pays while the search still moves (the progress
   rate of a (mu/mu, lambda)-ES grows only with 1 / sqrt(1 + noise/signal); Arnold and
   Beyer), but it does once noise has stopped the search (the noise-limited steady state);
-* **stagnation** (:class:`islands.restarts.Stagnation`: for ``patience`` generations
+* **stagnation** (:class:`islands.island.restarts.Stagnation`: for ``patience`` generations
   neither the best nor the median fitness of a generation beat their records): the
   episodes double too. Under noise this is a late symptom -- a population whose mean still
   creeps up sets a new median record now and then by luck, and the count starts over.
@@ -71,8 +71,8 @@ from typing import Any
 
 import numpy as np
 
-from islands.restarts import Stagnation
-from islands.strategies.base import sanitize_fitness
+from ..strategies.base import sanitize_fitness
+from .restarts import Stagnation
 
 # --probe-interval G: every G-th generation is evaluated twice over (1/G more episodes, all
 # of them used as fitness); PROBE_WINDOW probes are averaged before the schedule acts: one

@@ -1,16 +1,16 @@
 """What a finished run leaves in its directory: metrics, summary, solution, plot.
 
 Plain Python: takes the run loop's :class:`~islands.runtime.archipelago.RunResult` and the
-plan, and writes through :class:`~islands.rundir.RunDir`.
+plan, and writes through :class:`~islands.output.rundir.RunDir`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .config import Config
-from .messages import IslandInfo
-from .planning import IslandSpec
+from ..config import Config
+from ..messages import IslandInfo
+from ..planning import IslandSpec
 from .rundir import RunDir
 
 

@@ -17,10 +17,10 @@ from typing import Any
 import ray
 
 from ..config import Config, ConfigError, default_out_dir, resolve
-from ..outputs import write_outputs
+from ..output.rundir import RunDir, check_new
+from ..output.summary import write_outputs
 from ..placement import place_by_node_type
 from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
-from ..rundir import RunDir, check_new
 from ..signals import SIGNALS
 from .archipelago import Archipelago
 from .cluster import (
@@ -45,7 +45,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     continue the run in that directory from its checkpoints. Uses an already-initialized
     Ray as it is (a Tune trial's, for instance). ``observer(row, status)``: called after
     each island report (the experiment runner forwards it to Tune)."""
-    from ..resume import check_resume, prior_rows
+    from ..persistence.resume import check_resume, prior_rows
 
     t_start = time.monotonic()
     resume = cfg.resume is not None
@@ -128,7 +128,7 @@ def _plan(cfg: Config, nodes: list[dict[str, float]], display: bool
 def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool,
            observer: Observer | None = None):
     """The run itself, with the live table and periodic metrics flushes."""
-    from ..display import Display
+    from ..output.display import Display
 
     processes = len(arch.hosts)
 

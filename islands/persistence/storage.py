@@ -1,7 +1,7 @@
 """Checkpoint storage: a local (or shared) directory, or any URI ``pyarrow.fs`` knows.
 
 ``Storage(uri)`` with a plain path (or ``file://``) writes through
-:func:`islands.plainstate.save` (temp file in the same directory, fsync, ``os.replace``):
+:func:`plainstate.save` (temp file in the same directory, fsync, ``os.replace``):
 a reader, or a process that resumes after a crash mid-write, sees the previous file or the
 new one, never a partial one. Any other URI (``s3://bucket/run``, ``gs://...``,
 ``hdfs://...``) goes through ``pyarrow.fs.FileSystem.from_uri``: the bytes
