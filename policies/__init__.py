@@ -7,6 +7,7 @@ Kinds: ``mlp`` (fully connected tanh), ``cnn`` (Atari frame stacks), ``neuromod`
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from .base import ActionSpec, Policy
@@ -22,14 +23,33 @@ POLICIES: dict[str, type[Policy]] = {
 }
 
 
+def option_names(kind: str) -> tuple[str, ...]:
+    """The options policy ``kind`` takes: its constructor's keywords after the shapes."""
+    params = inspect.signature(POLICIES[kind].__init__).parameters.values()
+    return tuple(p.name for p in params if p.name not in ("self", "obs_shape", "action")
+                 and p.kind is p.POSITIONAL_OR_KEYWORD)
+
+
+def check_options(kind: str, options: dict[str, Any]) -> None:
+    """ValueError naming the first unknown key, so a typo (``hiden``) is not silently
+    ignored in favour of the default network."""
+    known = option_names(kind)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"unknown option {unknown[0]!r} for policy {kind!r} "
+                         f"(known: {', '.join(known)})")
+
+
 def make(kind: str, obs_shape, action: ActionSpec, **options: Any) -> Policy:
-    """Build a policy of ``kind`` for ``obs_shape`` and ``action``."""
+    """Build a policy of ``kind`` for ``obs_shape`` and ``action``; unknown kinds and
+    unknown options raise ValueError."""
     try:
         cls = POLICIES[kind]
     except KeyError:
         raise ValueError(
             f"unknown policy {kind!r}; choose one of {', '.join(sorted(POLICIES))}"
         ) from None
+    check_options(kind, options)
     return cls(tuple(obs_shape), action, **options)
 
 
@@ -49,6 +69,8 @@ __all__ = [
     "NeuromodPolicy",
     "Policy",
     "RunningMeanStd",
+    "check_options",
     "from_spec",
     "make",
+    "option_names",
 ]

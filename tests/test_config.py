@@ -24,6 +24,7 @@ from islands.config import (
 )
 from islands.envdefaults import env_defaults
 from islands.strategies import STRATEGIES
+import policies
 from policies import POLICIES
 
 
@@ -41,6 +42,20 @@ def test_unknown_strategy_is_refused_naming_the_registry():
         resolve(parse_args(["--strategy", "cmaes,cma-es"]))
     assert str(e.value) == ("unknown strategy 'cma-es'; did you mean 'cmaes'? (choose from "
                             f"{', '.join(STRATEGIES)})")
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_unknown_policy_option_is_refused_naming_the_known_keys(policy):
+    with pytest.raises(ConfigError) as e:
+        resolve(parse_args(["--env", "CartPole-v1", "--policy", policy,
+                            "--policy-options", '{"hiden": [8]}']))
+    known = ", ".join(policies.option_names(policy))
+    assert str(e.value) == (f"--policy-options: unknown key 'hiden' for policy {policy!r} "
+                            f"(known: {known})")
+    assert "hidden" in known
+    # the library entry point refuses it too, so no caller builds the default network instead
+    with pytest.raises(ValueError, match="unknown option 'hiden'"):
+        policies.make(policy, (4, 84, 84), policies.ActionSpec(discrete=True, n=2), hiden=[8])
 
 
 def test_help_and_choices_list_the_registries():
