@@ -146,3 +146,37 @@ def test_a_dying_node_moves_its_island_to_another_node(tmp_path):
     assert g0[-1] == 16
     k = g0.index(res["removed_at"])
     assert min(g0[k + 1:]) >= 3  # from its checkpoint (every 2 generations), not from 0
+
+
+def test_failures_at_the_end_are_reported_not_swallowed(ray_session, tmp_path):
+    """The final candidate test that raised and a report the coordinator failed on at
+    shutdown are logged and returned as errors (summary.json's ``errors``); the reports in
+    flight beside them still reach the hall of fame."""
+    from islands.candidates import Candidate
+    from islands.runtime.loop import RunLoop
+
+    @ray.remote
+    def broken_test():
+        raise RuntimeError("tester out of memory")
+
+    cfg = cfg_of(islands=2, generations=3, namespace="t-end-errors", out=str(tmp_path / "run"))
+    arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
+    try:
+        arch.start()
+        arch.wait_ready()
+        loop = RunLoop(arch)
+        loop.run()
+        dim = arch.infos[0].dim
+        loop.test_ref = broken_test.remote()
+        loop.test_cand = Candidate(np.zeros(dim), 1.0, 0, 3, None)
+        bad = ray.put("not an EvolveResult")
+        loop.outbox.in_flight[arch.coordinator.report.remote(1, bad)] = (1, bad)
+        result = loop.wrap_up()
+    finally:
+        arch.shutdown()
+    errors = {e["where"]: e["message"] for e in result.errors}
+    assert errors["final test of island 0's generation-3 candidate"] == (
+        "RuntimeError: tester out of memory")
+    assert "coordinator report of island 1 at shutdown" in errors
+    # every island report was taken, and the malformed one counted before it failed
+    assert result.coordinator_stats["reports"] == len(result.rows) + 1

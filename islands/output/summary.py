@@ -63,6 +63,9 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         # strategy restarts against stagnation (--restart), from each island's last report
         "strategy_restarts": [int(last.get(i, {}).get("restarts", 0))
                               for i in range(len(plan))],
+        # what failed at the end without stopping the run (the final candidate test, a
+        # report the coordinator could not take): {"where", "message"}, also logged
+        "errors": list(result.errors),
     }
 
 

@@ -162,31 +162,46 @@ class Archipelago:
 
     def coordinator_final(self, in_flight: dict[Any, tuple[int, Any]],
                           unsent: list[tuple[int, Any]], timeout: float = 120.0
-                          ) -> tuple[HallOfFame, dict[str, Any]]:
-        """Hall of fame and stats from the coordinator after it has taken every report
-        (those in flight, and those it lost while restarting), waiting for it to come back
-        if it is restarting."""
+                          ) -> tuple[HallOfFame, dict[str, Any], list[dict[str, Any]]]:
+        """Hall of fame and stats from the coordinator after it has taken every report, and
+        the errors met on the way. No report is dropped: the hall of fame is asked for after
+        the reports in flight (an actor runs one caller's calls in order), reports lost to a
+        coordinator restart (``unsent``, or in flight when it died) are sent again, and a
+        report the coordinator failed on is logged and returned as an error."""
         deadline = time.monotonic() + timeout
-        unsent = list(unsent)
-        # Reports sent while it was restarting are taken once it is back; lost ones resent.
-        for reply, (i, r) in in_flight.items():
-            try:
-                ray.get(reply, timeout=max(0.1, deadline - time.monotonic()))
-            except ray.exceptions.RayActorError:
-                unsent.append((i, r))
-            except (ray.exceptions.RayError, TimeoutError):
-                pass
+        replies, resend, errors = list(in_flight.items()), list(unsent), []
         while True:
             try:
-                for i, r in unsent:
+                for i, r in resend:
                     ray.get(self.coordinator.report.remote(i, r))
-                unsent = []
-                return (ray.get(self.coordinator.hall_of_fame.remote()),
-                        ray.get(self.coordinator.stats.remote()))
+                resend = []
+                hof = ray.get(self.coordinator.hall_of_fame.remote())
+                stats = ray.get(self.coordinator.stats.remote())
             except ray.exceptions.RayActorError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+                continue
+            replies, resend = [], self._settle(replies, errors, deadline)
+            if not resend:
+                return hof, stats, errors
+
+    @staticmethod
+    def _settle(replies: list[tuple[Any, tuple[int, Any]]], errors: list[dict[str, Any]],
+                deadline: float) -> list[tuple[int, Any]]:
+        """The reports among ``replies`` to send again (their coordinator died before
+        answering); a report that failed or is still unanswered is logged into ``errors``."""
+        resend = []
+        for reply, (i, r) in replies:
+            try:
+                ray.get(reply, timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                resend.append((i, r))
+            except (ray.exceptions.RayError, TimeoutError) as e:
+                where = f"coordinator report of island {i} at shutdown"
+                log.warning("%s: %s", where, root_message(e))
+                errors.append({"where": where, "message": root_message(e)})
+        return resend
 
     def final_checkpoint(self, islands: list[Any], timeout: float = 120.0) -> None:
         """Checkpoint the given islands and the coordinator; a call that fails or takes

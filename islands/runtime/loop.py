@@ -59,6 +59,8 @@ class RunResult:
     restarts: list[int] = dataclasses.field(default_factory=list)  # calls lost per island
     totals: dict[str, float] = dataclasses.field(default_factory=dict)  # evals, episodes...
     offers_rejected: int = 0  # candidates whose island's re-evaluation fell short
+    # what failed at the end of the run without stopping it: {"where", "message"}
+    errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 class IslandCalls:
@@ -211,6 +213,7 @@ class RunLoop:
         self.tested: list[tuple[Candidate, dict[str, Any]]] = []
         self.passed = False
         self.stop_reason = ""
+        self.errors: list[dict[str, Any]] = []  # failures at the end that did not stop it
         self.status = {"hof": self.hof, "elapsed": 0.0, "tests": self.tests,
                        "target": self.cfg.target, "rows": self.rows}
 
@@ -365,7 +368,7 @@ class RunLoop:
         passing genome, else the best genome by a full test: the hall of fame gets one if
         it has none yet (not when interrupted: the user wants out now)."""
         arch, wall_s = self.arch, time.monotonic() - self.t0
-        hof, cstats = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
+        hof, cstats, errors = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
         arch.final_checkpoint([h for h, a in zip(arch.islands, self.calls.alive, strict=True)
                                if a])
         for actor in arch.actors:
@@ -382,7 +385,8 @@ class RunLoop:
             rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s, best=best,
             test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
-            totals=dict(self._totals), offers_rejected=self.queue.rejected)
+            totals=dict(self._totals), offers_rejected=self.queue.rejected,
+            errors=errors + self.errors)
 
     def _finish_running_test(self) -> None:
         if self.test_ref is None or self.passed:
@@ -390,8 +394,11 @@ class RunLoop:
         try:
             self.passed = self._record_test(self.test_cand, ray.get(self.test_ref,
                                                                     timeout=600))
-        except ray.exceptions.RayError:
-            pass
+        except (ray.exceptions.RayError, TimeoutError) as e:
+            c = self.test_cand
+            where = f"final test of island {c.island}'s generation-{c.generation} candidate"
+            log.warning("%s: %s", where, root_message(e))
+            self.errors.append({"where": where, "message": root_message(e)})
 
     def _test_hall_of_fame(self, hof) -> None:
         hc = Candidate(np.array(hof.params), float(hof.fitness), int(hof.island),
