@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+import policies
 from envs.spaces import BACKENDS
 from envs.spec import EvalSpec
 from islands import topology
@@ -24,7 +25,6 @@ from islands.config import (
 )
 from islands.envdefaults import env_defaults
 from islands.strategies import STRATEGIES
-import policies
 from policies import POLICIES
 
 

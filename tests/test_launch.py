@@ -79,6 +79,52 @@ def test_cli_run_writes_every_file_with_documented_columns(cli_run):
 
 
 @pytest.mark.own_ray
+def test_cli_run_leaves_tensorboard_scalars_per_island_and_for_the_archipelago(cli_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out, _ = cli_run
+    df = pd.read_parquet(out / "metrics.parquet")
+    for i in (0, 1):
+        ev = EventAccumulator(str(out / "tb" / f"island-{i:02d}")).Reload()
+        best = ev.Scalars("fitness/best_so_far")
+        mine = df[df.island == i]
+        assert len(best) == len(mine)  # one point per report, at the archipelago's steps
+        assert [e.step for e in best] == mine.total_env_steps.tolist()
+        assert np.allclose([e.value for e in best], mine.best_so_far, rtol=1e-6)
+        assert {"fitness/max", "fitness/mean", "search/sigma"} <= set(ev.Tags()["scalars"])
+    arch = EventAccumulator(str(out / "tb" / "archipelago")).Reload()
+    hof = [e.value for e in arch.Scalars("fitness/best")]  # from the coordinator's 1st reply
+    assert 0 < len(hof) <= len(df) and hof == sorted(hof)  # the hall of fame never falls back
+    summary = json.loads((out / "summary.json").read_text())
+    assert hof[-1] == pytest.approx(summary["best_fitness"], rel=1e-6)
+    final = arch.Scalars("test/final_mean")  # the solution's test, at the last step
+    assert [e.value for e in final] == [pytest.approx(summary["test_mean"], rel=1e-6)]
+    assert final[0].step == df.total_env_steps.max()
+
+
+def test_wandb_is_a_one_line_error_without_the_package_else_an_offline_run(tmp_path, capsys,
+                                                                           monkeypatch):
+    from islands.output.scalars import ScalarLog, wandb_missing
+
+    if wandb_missing():
+        out = tmp_path / "run"
+        assert launch.main(["--wandb", "islands-test", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == ("islands.launch: error: --wandb: the wandb package is not installed "
+                       "(pip install -e '.[wandb]')")
+        assert not out.exists()
+        return
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    log = ScalarLog(tmp_path, 1, tensorboard=False, wandb_project="islands-test",
+                    config={"env": "CartPole-v1"})
+    log.log({"island": 0, "total_env_steps": 100, "fitness_max": 9.0}, {"hof": {"fitness": 9.0}})
+    log.close()
+    runs = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(runs) == 1 and runs[0].stat().st_size > 0
+
+
+@pytest.mark.own_ray
 def test_config_yaml_reruns_to_the_same_resolved_config(cli_run):
     out, _ = cli_run
     written = yaml.safe_load((out / "config.yaml").read_text())
@@ -119,6 +165,7 @@ def test_evaluate_reports_json_and_renders_a_gif(cli_run, tmp_path):
         (["--max-restarts", "-2"], "--max-restarts"),
         (["--debug-exit-island", "1"], "go together"),
         (["--resume", "/nonexistent/run"], "is not a directory"),
+        (["--policy-options", '{"hiden": [8]}'], "unknown key 'hiden' for policy 'mlp'"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(args, expect, tmp_path, capsys):

@@ -30,6 +30,7 @@ def check(c: Config) -> None:
     check_policy(c)
     check_topology(c)
     check_device(c)
+    check_loggers(c)
 
 
 def _at_least_zero(c: Config, name: str, zero_ok: bool) -> None:
@@ -127,3 +128,12 @@ def check_device(c: Config) -> None:
             s.get("num_gpus") for s in c.island_specs or []):
         raise ConfigError("--device cuda needs --gpus-per-island > 0 (islands get GPUs "
                           "through Ray)")
+
+
+def check_loggers(c: Config) -> None:
+    if c.wandb is not None:
+        from ..output.scalars import wandb_missing
+
+        missing = wandb_missing()
+        if missing:
+            raise ConfigError(f"--wandb: {missing}")

@@ -197,6 +197,12 @@ class Config:
                        metavar="on|off")
     log_interval: float = _opt(5.0, "seconds between progress lines when stdout is not a "
                                "terminal", "float", metavar="SECONDS")
+    tensorboard: bool = _opt(True, "TensorBoard scalars per island and for the archipelago "
+                             "in DIR/tb (tensorboard --logdir runs/) (on/off)", "bool",
+                             metavar="on|off")
+    wandb: str | None = _opt(None, "also log the scalars to this Weights & Biases project "
+                             "(needs pip install wandb; WANDB_MODE=offline works without "
+                             "network)", metavar="PROJECT")
     # ---- fault tolerance ----------------------------------------------------------------
     checkpoint_interval: int = _opt(
         10, "generations of an island between its checkpoints (0: by time only)", "int",

@@ -9,6 +9,7 @@ run directory, drive the run, and write its outputs; stop the actors (and the em
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -129,11 +130,13 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
            observer: Observer | None = None):
     """The run itself, with the live table and periodic metrics flushes."""
     from ..output.display import Display
+    from ..output.scalars import ScalarLog
 
     processes = len(arch.hosts)
 
+    scalars = ScalarLog(rd.path, len(plan), cfg.tensorboard, cfg.wandb, cfg.to_yaml_dict())
     with Display(plan, cfg.env, quiet=cfg.quiet or not display,
-                 log_interval=cfg.log_interval) as disp:
+                 log_interval=cfg.log_interval) as disp, contextlib.closing(scalars):
         disp.message(f"{cfg.islands} islands on {cfg.env} ({_strategies(plan)}), "
                      f"{infos[0].dim} parameters, backend {infos[0].backend}, "
                      f"{plan[0].num_cpus:g} CPU per island in {processes} Ray worker "
@@ -142,6 +145,7 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
 
         def on_report(row: dict[str, Any], status: dict[str, Any]) -> None:
             disp.update(row, status)
+            scalars.log(row, status)
             if observer is not None:
                 observer(row, status)
             # Long runs leave readable metrics behind even if they are killed.
@@ -149,7 +153,9 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
                 rd.write_metrics(status["rows"])
                 flushed[0] = time.monotonic()
 
-        return arch.run(on_report=on_report)
+        result = arch.run(on_report=on_report)
+        scalars.log_final(result.test, result.solved)
+        return result
 
 
 def _strategies(plan) -> str:
