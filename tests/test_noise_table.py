@@ -295,3 +295,20 @@ def test_bad_options():
         make("openai-es-nt", DIM, table=5)
     with pytest.raises(ValueError, match="even popsize"):
         nt_es(popsize=7)
+
+
+def test_a_generation_is_kept_as_its_offsets():
+    # between ask and tell the base class keeps what _ask returned: popsize/2 int64 offsets,
+    # not the (popsize, dim) population; ask_offsets starts the same generation unbuilt
+    a, b = nt_es(50, popsize=16, seed=6), nt_es(50, popsize=16, seed=6)
+    X = a.ask()
+    off, signs = b.ask_offsets()
+    asked = a.state_dict()["asked"]
+    assert asked.dtype == np.int64 and asked.shape == (8,) and np.array_equal(asked, off[:8])
+    assert np.array_equal(b.reconstruct(off, signs), X)
+    c = nt_es(50, popsize=16, seed=1)
+    c.load_state_dict(plainstate.from_bytes(plainstate.to_bytes(a.state_dict())))
+    for s in (a, b, c):
+        s.tell(sphere(X))
+    assert np.array_equal(a.center, b.center) and np.array_equal(a.center, c.center)
+    assert np.array_equal(a.best[0], c.best[0]) and a.best[1] == c.best[1] == sphere(X).max()

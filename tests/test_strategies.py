@@ -399,3 +399,53 @@ def test_nan_and_inf_fitness(name):
     assert sphere(s.center) > -1e-2 and s.best[1] > -1e-2
     s.inject(np.ones((2, DIM)), [np.nan, np.inf])  # broken migrants are dropped
     assert s.best[1] < 0
+
+
+# ---- shared extension points ---------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_ask_native_is_ask_before_the_host(name):
+    # ask() is ask_native() brought to the host as float64: the same genomes, the same updates
+    kw = {"table_size": 5000} if name == "openai-es-nt" else {}
+    a, b = make(name, DIM, seed=4, **kw), make(name, DIM, seed=4, **kw)
+    for _ in range(3):
+        X, N = a.ask(), b.ask_native()
+        assert np.array_equal(X, np.asarray(b._to_host(N), dtype=np.float64))
+        a.tell(sphere(X))
+        b.tell(sphere(X))
+    assert np.array_equal(a.center, b.center) and np.array_equal(a.best[0], b.best[0])
+
+
+@pytest.mark.parametrize("name", ["openai-es", "openai-es-nt"])
+def test_both_openai_es_variants_follow_one_migrant_rule(name):
+    kw = {"table_size": 5000} if name == "openai-es-nt" else {}
+    s = run(make(name, DIM, seed=0, **kw), sphere, 20)
+    best, theta = s.best[1], s.center
+    assert s.t == 20 and np.abs(s.adam.state_dict()["m"]).sum() > 0
+    s.inject(np.full(DIM, 0.9), [best - 1e-3])  # not better than the best-so-far: ignored
+    assert np.array_equal(s.center, theta) and s.t == 20 and s.best[1] == best
+    s.inject(np.full(DIM, 0.95), [best + 1e-3])  # better: re-centers, Adam restarts
+    adam = s.adam.state_dict()
+    assert np.array_equal(s.center, np.full(DIM, 0.95)) and s.t == 0
+    assert not adam["m"].any() and not adam["v"].any() and s.best[1] == best + 1e-3
+    X = s.ask()
+    s.inject(np.ones(DIM), [0.0])  # mid-generation: that generation's gradient is dropped
+    s.tell(sphere(X))
+    assert np.array_equal(s.center, np.ones(DIM)) and s.t == 0 and s.generation == 21
+
+
+def test_adam_one_helper_for_numpy_and_torch():
+    import torch
+
+    from islands.strategies.adam import Adam
+
+    rng = np.random.default_rng(0)
+    theta, gs = rng.standard_normal(DIM), rng.standard_normal((5, DIM))
+    a, b = Adam(theta, 0.01, 0.9, 0.999, 1e-8), Adam(torch.tensor(theta), 0.01, 0.9, 0.999, 1e-8)
+    x, y = theta, torch.tensor(theta)
+    for g in gs:
+        x, y = a.ascend(x, g, 0.005), b.ascend(y, torch.tensor(g), 0.005)
+    assert isinstance(y, torch.Tensor) and a.t == b.t == 5
+    np.testing.assert_allclose(y.numpy(), x, rtol=1e-13)  # the same maths, other rounding
+    c = Adam(torch.zeros(DIM, dtype=torch.float64), 1.0, 0.0, 0.0, 1.0)
+    c.load_state_dict(plainstate.from_bytes(plainstate.to_bytes(b.state_dict())))
+    assert torch.equal(c.m, b.m) and torch.equal(c.v, b.v) and c.t == 5

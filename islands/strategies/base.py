@@ -4,6 +4,12 @@ A strategy **maximizes** fitness. Public methods do the bookkeeping (shape check
 sanitizing, best-so-far tracking); subclasses implement the maths in ``_ask`` / ``_tell`` /
 ``_inject`` and their state in ``_state`` / ``_load_state``.
 
+Between ask and tell the base class keeps what ``_ask`` returned: the population, or for a
+strategy that describes its genomes more compactly (openai-es-nt: offsets into a noise
+table), that description, with ``_population`` / ``_asked_row`` building genomes from it.
+``ask_native`` hands out the population in the strategy's own array type (a GPU tensor for
+openai-es-nt), ``ask`` as float64 numpy; ``tell`` takes fitness in either.
+
 State dicts hold only plain data (numpy arrays, Python numbers, strings, lists and dicts of
 those) so that checkpoints load without unpickling (``np.savez`` + JSON).
 """
@@ -93,24 +99,35 @@ class Strategy(ABC):
 
     def ask(self) -> np.ndarray:
         """Sample the next population, shape ``(popsize, dim)``, float64."""
-        X = np.asarray(self._ask(), dtype=np.float64)
-        assert X.shape == (self.popsize, self.dim), X.shape
-        self._asked = X
-        return X.copy()
+        return np.asarray(self._to_host(self.ask_native()), dtype=np.float64)
+
+    def ask_native(self):
+        """:meth:`ask` without the trip to the host: the population ``(popsize, dim)`` as the
+        strategy builds it (numpy for most; a torch tensor on its device for openai-es-nt,
+        what a GPU evaluator consumes). :meth:`tell` answers either."""
+        X = self._population(self._begin_generation())
+        assert tuple(X.shape) == (self.popsize, self.dim), X.shape
+        return X
+
+    def _begin_generation(self):
+        """Sample a generation with ``_ask`` and keep what it returned until the tell."""
+        self._asked = np.asarray(self._ask(), dtype=self._asked_dtype)
+        return self._asked
 
     def tell(self, fitness) -> None:
-        """Update with the fitness (to maximize) of the last ``ask()``, shape ``(popsize,)``."""
+        """Update with the fitness (to maximize) of the last ask, shape ``(popsize,)`` (numpy,
+        or the strategy's own array type)."""
         if self._asked is None:
             raise RuntimeError("tell() called before ask()")
-        f = np.asarray(fitness, dtype=np.float64).reshape(-1)
-        if f.shape != (self.popsize,):
-            raise ValueError(f"fitness must have shape ({self.popsize},), got {f.shape}")
-        f = sanitize_fitness(f)
+        raw = np.asarray(self._to_host(fitness), dtype=np.float64).reshape(-1)
+        if raw.shape != (self.popsize,):
+            raise ValueError(f"fitness must have shape ({self.popsize},), got {raw.shape}")
+        f = sanitize_fitness(raw)
         i = int(np.argmax(f))
-        if np.isfinite(np.asarray(fitness, dtype=np.float64)[i]) and f[i] > self._best_f:
-            self._best_f, self._best_x = float(f[i]), self._asked[i].copy()
-        X, self._asked = self._asked, None
-        self._tell(X, f)
+        if np.isfinite(raw[i]) and f[i] > self._best_f:
+            self._best_f, self._best_x = float(f[i]), self._asked_row(i)
+        asked, self._asked = self._asked, None
+        self._tell(asked, f)
         self.generation += 1
 
     def inject(self, solutions, fitness) -> None:
@@ -128,10 +145,10 @@ class Strategy(ABC):
         S, f = S[keep], f[keep]
         if len(f) == 0:
             return
+        self._inject(S, f)  # first: the hook sees the best-so-far the migrants met
         i = int(np.argmax(f))
         if f[i] > self._best_f:
             self._best_f, self._best_x = float(f[i]), S[i].copy()
-        self._inject(S, f)
 
     @property
     def best(self) -> tuple[np.ndarray | None, float]:
@@ -174,22 +191,44 @@ class Strategy(ABC):
         self.generation = int(d["generation"])
         self._best_x = None if d["best_x"] is None else np.array(d["best_x"], dtype=np.float64)
         self._best_f = float(d["best_f"])
-        self._asked = None if d["asked"] is None else np.array(d["asked"], dtype=np.float64)
+        asked = d["asked"]
+        self._asked = None if asked is None else np.array(asked, dtype=self._asked_dtype)
         self._load_state(d["impl"])
 
     # ---- subclass hooks --------------------------------------------------------------
     @abstractmethod
-    def _ask(self) -> np.ndarray: ...
+    def _ask(self) -> np.ndarray:
+        """The next generation as kept until its tell: by default the population itself; a
+        strategy may return a compact description instead (openai-es-nt: noise-table
+        offsets) and build the genomes in ``_population`` / ``_asked_row``."""
 
     @abstractmethod
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
-        """``f`` is already sanitized (finite) and to be maximized."""
+        """``X`` is what ``_ask`` returned; ``f`` is already sanitized (finite), to maximize."""
 
     @abstractmethod
-    def _inject(self, S: np.ndarray, f: np.ndarray) -> None: ...
+    def _inject(self, S: np.ndarray, f: np.ndarray) -> None:
+        """Finite migrants; called before the best-so-far takes them in, so ``best`` is still
+        the one they are measured against (openai-es's migrant rule reads it)."""
 
     @abstractmethod
     def _state(self) -> dict[str, Any]: ...
 
     @abstractmethod
     def _load_state(self, d: dict[str, Any]) -> None: ...
+
+    # ---- hooks with defaults, for an ``_ask`` that returns no population ---------------
+    _asked_dtype = np.float64  # dtype of what _ask returns (the state's "asked")
+
+    def _population(self, asked):
+        """The population to hand out for ``asked`` (what ``_ask`` returned): by default a copy,
+        which the caller may write into without touching what tell will use."""
+        return asked.copy()
+
+    def _asked_row(self, i: int) -> np.ndarray:
+        """Genome ``i`` of the outstanding generation, float64 ``(dim,)``, the caller's own."""
+        return self._asked[i].copy()
+
+    def _to_host(self, x):
+        """A population or fitness in the strategy's own array type as numpy (or as is)."""
+        return x

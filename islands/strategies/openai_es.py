@@ -3,7 +3,8 @@
 T. Salimans, J. Ho, X. Chen, S. Sidor and I. Sutskever (2017), "Evolution strategies as a
 scalable alternative to reinforcement learning", arXiv:1703.03864; hyperparameters and the
 update as in their code (github.com/openai/evolution-strategies-starter). Adam: D. P.
-Kingma and J. Ba (2015), "Adam: a method for stochastic optimization", ICLR.
+Kingma and J. Ba (2015), "Adam: a method for stochastic optimization", ICLR
+(:mod:`islands.strategies.adam`).
 
 The maths. The search distribution is ``N(theta, sigma^2 I)`` with fixed ``sigma``; the
 objective is the smoothed fitness ``J(theta) = E_eps[F(theta + sigma eps)]`` whose gradient
@@ -11,19 +12,9 @@ is ``grad J = E[F(theta + sigma eps) eps] / sigma``. Each generation draws ``n/2
 vectors and evaluates both ``theta + sigma eps_j`` and ``theta - sigma eps_j`` (antithetic
 pairs: the even part of F cancels, lowering the variance). Fitness is replaced by centered
 ranks ``u = rank / (n - 1) - 1/2`` in ``[-1/2, 1/2]`` (ascending, so the best gets +1/2),
-which makes the update invariant to monotone transforms of F and robust to outliers:
-
-    g = 1 / n * sum_j (u_j+ - u_j-) eps_j            (sigma times the estimate of grad J)
-    d = g - l2 * theta                                      (L2 weight decay)
-    t += 1;  m = b1 m + (1 - b1) d;  v = b2 v + (1 - b2) d^2
-    theta += lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)     (Adam ascent)
-
-The gradient estimate leaves out the ``1/sigma`` factor, as the reference code does
-(``g /= returns_n2.size; optimizer.update(-g + l2coeff * theta)``): Adam is invariant to a
-global scale of its input, but the balance between ``g`` and the decay ``l2 * theta`` is not,
-and ``l2 = 0.005`` was tuned with this convention.
-
-Defaults:
+which makes the update invariant to monotone transforms of F and robust to outliers; then
+``g = 1/n sum_j (u_j+ - u_j-) eps_j`` (:meth:`OpenAIES._gradient`: why without the
+``1/sigma``) and one Adam ascent step on ``d = g - l2 * theta`` (L2 weight decay).
 
 ==========  =======  ==================================================================
 parameter   default  source / why
@@ -39,13 +30,9 @@ popsize     64       even (mirrored pairs). The paper evaluates thousands of per
                      and 8-16 islands give the paper's order of magnitude
 ==========  =======  ==================================================================
 
-Migrant rule: a migrant whose fitness beats this island's best-so-far (as it stood before
-the migrant arrived) re-centers the distribution there (``theta = migrant``) and resets
-Adam (``m = v = 0, t = 0``): the moments were estimated around the old ``theta`` and point
-the wrong way from the new one. Other migrants are ignored: a single point carries no
-gradient information for a fixed-sigma ES. If a generation is outstanding (asked, not yet
-told) when the distribution is re-centered, its fitness still counts for the best-so-far
-but its gradient, estimated around the old ``theta``, is dropped.
+Migrants: one that beats the best-so-far re-centers the search (:meth:`OpenAIES._inject`).
+:class:`OpenAIES` runs on numpy; ``openai-es-nt`` (:mod:`islands.strategies.openai_es_nt`)
+subclasses it and changes only where the noise comes from and where the arithmetic runs.
 """
 
 from __future__ import annotations
@@ -54,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from .adam import Adam
 from .base import (
     Strategy,
     check_options,
@@ -74,10 +62,8 @@ def centered_ranks(f: np.ndarray) -> np.ndarray:
     return ranks / (len(f) - 1) - 0.5
 
 
-
 def es_settings(name: str, popsize, sigma, options: dict) -> tuple[int, float, dict]:
-    """Validated (popsize, sigma, hyperparameters) of an OpenAI-ES variant (shared by
-    ``openai-es`` and ``openai-es-nt`` so both read the same defaults the same way)."""
+    """Validated (popsize, sigma, hyperparameters) of an OpenAI-ES variant."""
     popsize = DEFAULT_POPSIZE if popsize is None else int(popsize)
     if popsize % 2:
         raise ValueError(f"{name} needs an even popsize (mirrored pairs), got {popsize}")
@@ -89,28 +75,57 @@ def es_settings(name: str, popsize, sigma, options: dict) -> tuple[int, float, d
         raise ValueError(f"{name} needs 0 <= b1, b2 < 1, got {hp}")
     return popsize, sigma, hp
 
+
 class OpenAIES(Strategy):
-    """Salimans et al. (2017) ES. Options: ``lr``, ``l2``, ``b1``, ``b2``, ``adam_eps``."""
+    """Salimans et al. (2017) ES. Options: ``lr``, ``l2``, ``b1``, ``b2``, ``adam_eps``.
+
+    The update, the migrant rule and the state are written once, here; a variant changes
+    the noise and the array type through ``_setup``, ``_vector``, ``_ask`` /
+    ``_population`` and ``_gradient`` (openai-es-nt: a noise table on a torch device)."""
 
     name = "openai-es"
+    OPTIONS: dict = DEFAULTS  # the option names accepted (a variant adds its own)
 
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         super().__init__(dim, popsize, sigma, seed, x0)
-        check_options(self.name, options, DEFAULTS)
+        check_options(self.name, options, self.OPTIONS)
         self.popsize, self.sigma, self.hp = es_settings(self.name, popsize, sigma, options)
-        self.theta = check_x0(x0, self.dim)
+        self._setup(options)
         self._rng = np.random.default_rng(self.seed)
-        self._reset_adam()
         self._stale = False  # outstanding generation asked around a theta we have left
+        self._recenter(check_x0(x0, self.dim))
 
-    def _reset_adam(self) -> None:
-        self.m = np.zeros(self.dim)
-        self.v = np.zeros(self.dim)
-        self.t = 0
+    def _setup(self, options: dict) -> None:
+        """A variant's own options, read after the shared ones and before theta exists."""
+
+    def _vector(self, x: np.ndarray):
+        """``x`` (float64 numpy) as a new array of the type ``theta`` is kept in."""
+        return np.array(x, dtype=np.float64)
+
+    def _recenter(self, x: np.ndarray) -> None:
+        """``theta = x`` with fresh Adam moments: at the start, for a migrant, on load."""
+        self.theta = self._vector(x)
+        hp = self.hp
+        self.adam = Adam(self.theta, hp["lr"], hp["b1"], hp["b2"], hp["adam_eps"])
+
+    @property
+    def m(self):
+        """Adam's first moment (kept in :attr:`adam`; read-only here)."""
+        return self.adam.m
+
+    @property
+    def v(self):
+        """Adam's second moment."""
+        return self.adam.v
+
+    @property
+    def t(self) -> int:
+        """Adam steps since the last re-centering."""
+        return self.adam.t
 
     @property
     def center(self) -> np.ndarray:
-        return self.theta.copy()
+        return np.array(self._to_host(self.theta))
 
     def _ask(self) -> np.ndarray:
         self._stale = False
@@ -124,32 +139,41 @@ class OpenAIES(Strategy):
         step += self.theta
         return X
 
-    def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
-        if self._stale:
+    def _tell(self, X, f: np.ndarray) -> None:
+        if self._stale:  # asked around a theta a migrant has replaced since: dropped
             self._stale = False
             return
-        h = self.popsize // 2
-        # eps recovered from the samples (theta is unchanged since ask): saves storing it
-        eps = (X[:h] - self.theta) / self.sigma
-        u = centered_ranks(f)
-        g = (u[:h] - u[h:]) @ eps / self.popsize
-        d = g - self.hp["l2"] * self.theta
-        b1, b2 = self.hp["b1"], self.hp["b2"]
-        self.t += 1
-        self.m = b1 * self.m + (1 - b1) * d
-        self.v = b2 * self.v + (1 - b2) * d * d
-        a = self.hp["lr"] * np.sqrt(1 - b2**self.t) / (1 - b1**self.t)
-        self.theta = self.theta + a * self.m / (np.sqrt(self.v) + self.hp["adam_eps"])
+        g = self._gradient(X, centered_ranks(f))
+        self.theta = self.adam.ascend(self.theta, g, self.hp["l2"])
 
-    def inject(self, solutions, fitness) -> None:
-        self._best_before_inject = self._best_f  # the base class updates the best first
-        super().inject(solutions, fitness)
+    def _gradient(self, X, u: np.ndarray):
+        """``g = 1/n sum_j (u_j+ - u_j-) eps_j`` from the asked generation ``X`` and its
+        centered ranks ``u`` (rows ``j`` and ``j + n/2`` are the mirrored pair).
+
+        ``g`` is sigma times the estimate of ``grad J``: it leaves out the ``1/sigma`` factor,
+        as the reference code does (``g /= returns_n2.size; optimizer.update(-g + l2coeff *
+        theta)``). Adam is invariant to a global scale of its input, but the balance between
+        ``g`` and the decay ``l2 * theta`` is not, and ``l2 = 0.005`` was tuned with this
+        convention. Here ``eps`` is recovered from the samples (theta is unchanged since the
+        ask), which saves storing it."""
+        h = self.popsize // 2
+        eps = (X[:h] - self.theta) / self.sigma
+        return (u[:h] - u[h:]) @ eps / self.popsize
 
     def _inject(self, S: np.ndarray, f: np.ndarray) -> None:
+        """The migrant rule (both variants).
+
+        A migrant whose fitness beats this island's best-so-far (as it stood before the
+        migrant arrived: the base class calls this hook first) re-centers the distribution
+        there (``theta = migrant``) and resets Adam (``m = v = 0, t = 0``): the moments were
+        estimated around the old ``theta`` and point the wrong way from the new one. Other
+        migrants are ignored: a single point carries no gradient information for a
+        fixed-sigma ES. If a generation is outstanding (asked, not yet told) when the
+        distribution is re-centered, its fitness still counts for the best-so-far but its
+        gradient, estimated around the old ``theta``, is dropped."""
         i = int(np.argmax(f))
-        if f[i] > self._best_before_inject:
-            self.theta = S[i].copy()
-            self._reset_adam()
+        if f[i] > self._best_f:
+            self._recenter(S[i])
             self._stale = self._asked is not None
 
     def _state(self) -> dict[str, Any]:
@@ -157,10 +181,8 @@ class OpenAIES(Strategy):
             "popsize": self.popsize,
             "sigma": self.sigma,
             "hp": dict(self.hp),
-            "theta": self.theta.copy(),
-            "m": self.m.copy(),
-            "v": self.v.copy(),
-            "t": self.t,
+            "theta": self.center,
+            **self.adam.state_dict(),  # "m", "v", "t"
             "stale": self._stale,
             "rng": rng_state(self._rng),
         }
@@ -169,9 +191,7 @@ class OpenAIES(Strategy):
         self.popsize = int(d["popsize"])
         self.sigma = float(d["sigma"])
         self.hp = {k: float(v) for k, v in d["hp"].items()}
-        self.theta = np.array(d["theta"], dtype=np.float64)
-        self.m = np.array(d["m"], dtype=np.float64)
-        self.v = np.array(d["v"], dtype=np.float64)
-        self.t = int(d["t"])
+        self._recenter(np.asarray(d["theta"], dtype=np.float64))
+        self.adam.load_state_dict(d)
         self._stale = bool(d["stale"])
         set_rng_state(self._rng, d["rng"])
