@@ -20,24 +20,16 @@ For each environment, in one run, one after another on the same ``--cpus`` CPUs:
    islands' counters (``common_window_rate``; pool build-up excluded); ``startup`` is the seconds
    from creating the actors until every island is ready.
    The archipelago rows are measured ``--repeats`` times, each time followed by raw again,
-   and each measurement is divided by the better of the two raw figures around it: the
-   ceiling itself moved by up to 15% between single measurements (108K-129K steps/s for
-   LunarLander on 2 threads), and one ratio against one raw figure ranged 0.86-1.0 over
-   five runs of the same code. Rows report medians and the range of their ratios.
-   Measured on 2 quiet cores (LunarLander-v3, k=4, default grouping, 3 repeats): 117K
-   steps/s, ratio 0.908 (0.884-0.922; raw 112K-132K). Where the rest goes: the islands'
-   two processes take ~95% of a core each and the driver, coordinator, tester and Ray's
-   own processes the last ~5-8%; inside a host the main thread waits in EnvPool's sync
-   send/recv hand-off every round (``sem_post`` alone ~15% of its samples, py-spy), one
-   round per step of the longest live episode. Fewer rounds per step (one pool for all of
-   a host's islands) is what would raise it further.
+   and each measurement is divided by the better of the two raw figures around it, because
+   the ceiling itself moves between single measurements. Rows report medians and the range
+   of their ratios.
 3. **EvoTorch** ``GymNE`` (PGPE, the same network and total popsize, ``num_actors=C``) where
    ``evotorch`` is installed: our users' alternative on the same settings; its interaction
    count over the wall time of ``searcher.step()`` calls (first step excluded). Skipped,
    saying so, where it is not installed (it is not a dependency).
 
 Table plus a final JSON line with ``ratio_vs_raw`` (LunarLander-v3, 4 islands on 2 CPUs,
-default grouping) and every row's ratio.
+default grouping) and every row's ratio. Results: docs/results/throughput.md.
 """
 
 from __future__ import annotations
@@ -207,8 +199,9 @@ def archipelago_rows(env_id: str, C: int, seconds: float, factors: list[int]) ->
 def env_rows(env_id: str, C: int, seconds: float, factors: list[int], repeats: int
              ) -> list[dict]:
     """Raw EnvPool, then ``repeats`` times the archipelago rows followed by raw again; each
-    archipelago measurement over the better raw figure around it (why: module docstring),
-    every row the median over the repeats with the range of its ratio."""
+    archipelago measurement over the better raw figure around it (why:
+    docs/results/throughput.md), every row the median over the repeats with the
+    range of its ratio."""
     raw, shape = raw_steps_per_s(env_id, C, seconds)
     raws = [raw]
     print(f"  {env_id} raw EnvPool: {raw:,.0f} steps/s ({shape})", file=sys.stderr, flush=True)

@@ -28,23 +28,12 @@ distorts far less than wall time, and the calling thread's CPU time per round of
 (b') (``us_per_round``): the fixed cost of a round.
 
 Where (b) loses to (a): every round (actions + one send/recv) has a fixed cost on the
-calling thread, and an evaluation needs as many rounds as its longest episode. Random
-LunarLander policies crash in ~80 steps but a few last 300+, so most rounds step few envs
-(~35 on average against ~20 us of env CPU per step). In EnvPool's sync mode the env threads
-also wait while this thread works: on an idle machine with as many cores as env threads, the
-wall-clock ratio stays below the CPU ratio by about that serialization; on a loaded machine
-(every thread waiting for a core) the two ratios come close.
-
-Why b/a >= 0.85 is out of reach on a 2-core machine (the ``s/a`` row measures it): every step
-of an episode needs its own round (observation -> action -> step), so an evaluation takes at
-least ``L_max`` rounds (its longest episode, 190-470 here) and costs at least
-``L_max * a + b * steps`` where ``a`` is a round's fixed cost and ``b`` a step's. Sync mode
-already runs exactly ``L_max`` rounds, so it is the best schedule for this cost; what is left
-is ``a``: EnvPool's own send/recv round trip is ~90 us for a single env on these machines
-(thread hand-off both ways, measured with ``_send``/``_recv`` alone), which puts (s) at
-0.70-0.87 of raw, before any policy runs. Async mode does not help: the longest episode's
-steps still queue behind every other env's (FIFO worker queue), and ``recv`` waits for a full
-batch, which the last few live envs cannot fill without stepping finished ones.
+calling thread, and an evaluation needs as many rounds as its longest episode (every step
+needs its own round: observation -> action -> step), while most rounds step few envs. In
+EnvPool's sync mode the env threads also wait while this thread works: on an idle machine the
+wall-clock ratio stays below the CPU ratio by about that serialization; on a loaded one the
+two come close. The ``s/a`` row bounds what any sync-mode scheduler can reach.
+Figures and their reading: docs/results/eval-throughput.md.
 
     python benchmarks/eval_throughput.py [--repeats 5] [--threads 2]
 """

@@ -6,7 +6,7 @@ Each measurement is a real ``python -m islands.launch --islands N`` in a subproc
 embedded Ray, dashboard on as by default; one Ray at a time), stopped after 2 generations:
 
 - ``first report``: the launcher's ``startup_s`` (``summary.json``: from the start of
-  ``runtime.launch.run``, Ray's own start included, until every island has built its
+  ``runtime.driver.run``, Ray's own start included, until every island has built its
   evaluator and strategy) plus the earliest island report's ``wall_s``; ``command`` is the
   whole command's wall time (Python and import of the launcher, the run, its test, exit).
 - ``ray warnings``: stderr lines from Ray (``WARNING``, ``worker processes``) on that run.

@@ -4,7 +4,13 @@ Build an evaluator once (env id, policy, episodes per individual, max episode st
 threads, device); then ``evaluate(params, seed)`` runs every individual for ``episodes``
 full episodes and returns an :class:`EvalResult`. Within one call every individual meets
 the same episode seeds (common random numbers); callers pass a new ``seed`` each
-generation so the episodes change between generations.
+generation so the episodes change between generations. Example::
+
+    >>> from envs import make_evaluator
+    >>> with make_evaluator("CartPole-v1", episodes=2) as ev:
+    ...     res = ev.evaluate(np.zeros((3, ev.num_params)), seed=0)
+    >>> res.fitness.shape
+    (3,)
 """
 
 from __future__ import annotations
@@ -72,14 +78,6 @@ class Evaluator(ABC):
     obs_norm: normalize observations with running statistics (:attr:`obs_stats`).
     env_kwargs: passed to the env's constructor.
     env_module: a module imported first, so the ids it registers resolve in any process.
-
-    Example::
-
-        >>> from envs import make_evaluator
-        >>> with make_evaluator("CartPole-v1", episodes=2) as ev:
-        ...     res = ev.evaluate(np.zeros((3, ev.num_params)), seed=0)
-        >>> res.fitness.shape
-        (3,)
     """
 
     backend: str  # the backend's name, one of ``envs.BACKENDS`` other than "auto"

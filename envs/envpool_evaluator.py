@@ -1,61 +1,42 @@
 """EnvPool backend: C++ environments stepped by ``num_threads`` threads, no wasted steps.
 
-Layout. The pool has ``S = P * m`` env slots: slot ``p * m + i`` belongs to individual
-``p`` and *lane* ``i`` (``m = min(E, max_envs // P)``, at least 1). Lane ``i`` runs episode
-indices ``i, i + m, i + 2m, ...`` of its individual one after another, so with
-``P * E <= max_envs`` every slot runs exactly one episode per call. The pool is built on
-the first ``evaluate`` (its size depends on P) and reused by every later call with the same
-population size; ``num_threads`` env threads step it.
+Layout. The pool has ``S = P * m`` env slots: slot ``p * m + i`` belongs to individual ``p``
+and *lane* ``i`` (``m = min(E, max_envs // P)``, at least 1); lane ``i`` runs episodes ``i,
+i + m, i + 2m, ...`` of its individual, so with ``P * E <= max_envs`` every slot runs one
+episode per call. Built on the first ``evaluate`` (its size depends on P), reused for the same P.
 
-No wasted steps. The pool runs in EnvPool's synchronous mode (``batch_size == num_envs``),
-where ``send(actions, env_ids)`` may name any subset of envs and the next ``recv`` returns
-exactly those (EnvPool's async mode cannot do this: ``recv`` waits for a full batch, which
-at the end of an evaluation would force stepping finished envs). Only slots with a live
-episode, or one that must reset to start its next episode, are ever sent an action, so a
-finished env is never stepped: ``frames == env_steps``. Each round one batched
-``policy.act`` over the (individual, lane) grid ``obs (P_live, m, *obs_shape)`` computes all
-actions; the parameter rows are a view of ``params`` (a gather, cached until the next
-individual finishes, once some have). Env threads and this thread take turns, so the
-evaluator never keeps more than ``num_threads`` cores busy.
+No wasted steps. In EnvPool's synchronous mode (``batch_size == num_envs``) ``send(actions,
+env_ids)`` may name any subset of envs and the next ``recv`` returns exactly those (async
+``recv`` waits for a full batch, which at the end of an evaluation would force stepping
+finished envs). Only slots with a live episode, or one that must reset to start its next,
+are sent an action: ``frames == env_steps``. Each round one batched ``policy.act`` over the
+(individual, lane) grid computes all actions (parameter rows: a view of ``params``, a
+gather cached until the next individual finishes). Env threads and this thread take turns,
+so the evaluator keeps at most ``num_threads`` cores busy. EnvPool's autoreset rounds (the
+``send`` after an episode ends resets the env, reward 0, ``elapsed_step`` 0) are no steps.
 
-Fast path. An evaluation needs as many rounds as its longest episode, and most rounds of a
-population with varied episode lengths step few envs, so the fixed cost of a round on this
-thread bounds throughput. Where the policy has one (``Policy.actor``: the MLP on the CPU,
-in NumPy), its parameters are prepared once per call and a round is: observations copied
-into the actor's input grid, one ``actor()`` (a NumPy call per layer and per tanh), one
-``send``, one ``recv`` and the accounting of returns in send order (EnvPool's sync mode
-returns envs in the order sent). ``fast_actor=False`` uses ``policy.act`` every round
-(bitwise torch results; the fast path agrees to float rounding). With ``overlap=True`` (for a
-process that has one more core to spare) the population is split in two halves that
-alternate: this thread computes one half's actions while the env threads step the other;
-near the end, when fewer than ``merge_below`` slots are live, the halves merge (fewer
-rounds).
+Fast path. An evaluation needs as many rounds as its longest episode, so the fixed cost of a
+round on this thread bounds throughput. With ``Policy.actor`` (the MLP on the CPU, in NumPy)
+a round is: observations copied into the actor's input grid, one ``actor()``, one ``send``,
+one ``recv`` and the returns accounted in send order (the order sync mode returns them).
+``fast_actor=False`` calls ``policy.act`` every round (bitwise torch results; the fast path
+agrees to float rounding). ``overlap=True`` (a process with one more core to spare) splits
+the population in two halves: this thread computes one half's actions while the env threads
+step the other; when fewer than ``merge_below`` slots are live, the halves merge.
 
-EnvPool's autoreset: after an episode ends, the next ``send`` to that env ignores the
-action, resets it and returns the first observation of the new episode (reward 0,
-``elapsed_step`` 0). Those reset rounds are not counted as steps.
+Common random numbers. EnvPool 1.2.5 seeds each env once, when the pool is built, and draws
+each new episode's start from that env's own generator. All slots of a lane are built with
+one seed and kept in lockstep (each resets exactly once per episode index per call; one
+dropped for NaN gets its missing resets at the end), so every individual's ``k``-th episode
+in lane ``i`` starts from the same state. Exact where the env draws only at reset (checked:
+CartPole, LunarLander, Atari with ``repeat_action_probability=0``); envs that also draw
+during steps (sticky actions) get exact CRN only in a pool's first call, unless
+``reseed_each_call=True`` rebuilds the pool every call. The call's ``seed`` picks the lane
+seeds only when the pool is (re)built, so unlike the Gymnasium backend two calls with the
+same seed see different episodes (the generators advance).
 
-Common random numbers. EnvPool 1.2.5 seeds each env once, when the pool is built
-(``reset(seed=...)`` is ignored), and draws each new episode's start from that env's own
-generator. So all slots of one lane are built with the same seed: every individual's
-``k``-th episode in lane ``i`` then starts from the same state, as long as each slot's
-generator has been advanced identically. The scheduler keeps the slots of a lane in
-lockstep: every slot resets exactly once per episode index per call (an individual dropped
-for NaN gets its missing resets at the end of the call). Exactness therefore holds when the
-env draws random numbers only at reset -- checked for CartPole, LunarLander (terrain and
-initial push) and Atari with EnvPool's default ``repeat_action_probability=0`` (no-op
-starts). Envs that also draw during steps (e.g. sticky actions) diverge after the first
-episode of a slot; CRN is then exact only in the first call after the pool is built and
-approximate afterwards -- pass ``reseed_each_call=True`` to rebuild the pool every call
-(exact CRN everywhere, at the cost of building envs). Episodes change from call to call
-because the generators advance; the call's ``seed`` picks the lane seeds only when the pool
-is (re)built, so unlike the Gymnasium backend two calls with the same seed see different
-episodes unless ``reseed_each_call=True``.
-
-Code: this module owns the pool (built, reused, rebuilt); one call's work is in
-:mod:`envs.envpool_rollout` (the rounds and schedulers), :mod:`envs.envpool_slots` (slot
-bookkeeping), :mod:`envs.envpool_actions` (plans, observation buffers, policy calls) and
-:mod:`envs.envpool_io` (send / recv on the pool).
+This module owns the pool; one call's work: :mod:`envs.envpool_rollout` (rounds, schedulers),
+``envpool_slots`` (slots), ``envpool_actions`` (plans, buffers, policy calls), ``envpool_io``.
 """
 
 from __future__ import annotations
@@ -82,7 +63,7 @@ _warned_threads = False
 
 def _warn_thread_contention(device, env_threads: int, torch_threads: int | None) -> None:
     """Torch's intra-op threads next to EnvPool's on a machine without spare cores contend
-    badly (inference 10x slower was measured on 2 cores); say so once per process."""
+    badly (docs/results/eval-throughput.md); say so once per process."""
     global _warned_threads
     cores = len(os.sched_getaffinity(0))
     if (_warned_threads or device.type != "cpu" or torch_threads is not None

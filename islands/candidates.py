@@ -23,10 +23,8 @@ class Candidate:
     time a sample reached the target, ``fitness`` being that sample's. The best sample's
     training fitness is biased upwards -- it won among ``popsize`` noisy evaluations on the
     same few episodes --, so it often fails a test on fresh episodes; the center was never
-    selected on noise. Measured on LunarLander (one cmaes island, seed 1, both tested on 50
-    fresh episodes every 5 generations): from the first sample above 200 on (generation 70),
-    the center tested 143, then 227-269 in all 16 later checks; the best sample 113-276. Each
-    kind passed first in some of 9 acceptance runs, hence both, in turn."""
+    selected on noise. Neither kind always passes first (docs/results/candidates.md), hence
+    both, in turn."""
 
     params: np.ndarray
     fitness: float

@@ -61,10 +61,10 @@ class IslandSpec:
 class HostSpec:
     """One Ray worker process and the islands it hosts. Islands that share a CPU share a
     process too: each process imports torch and EnvPool (seconds of CPU), so 16 processes
-    on 2 CPUs spend most of a run's start-up importing (44 s to the first report against 8 s
-    grouped, ``benchmarks/startup.py``); one process per CPU runs the same islands, one call
-    after another, as the CPU would time-slice them anyway, and faster than 16 processes
-    do (``benchmarks/archipelago_throughput.py``)."""
+    on 2 CPUs would spend most of a run's start-up importing (docs/results/startup.md); one
+    process per CPU runs the same islands, one call after another, as the CPU would
+    time-slice them anyway, and faster than 16 processes do
+    (docs/results/island-hosts.md)."""
 
     islands: tuple[IslandSpec, ...]
 

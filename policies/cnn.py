@@ -17,14 +17,13 @@ The flatten between conv and fc is PyTorch's ``(C, H, W)`` order.
 
 Batching: one grouped convolution per layer. Observations ``(P, B, C, H, W)`` become
 ``(B, P*C, H, W)`` and the P weight sets ``(P*out, in, k, k)`` with ``groups=P``, so group
-p sees only individual p's channels and weights; fc layers use ``torch.baddbmm``. Measured
-on CPU (2 shared cores, P=32, B=4, torch 2.13, min/median of 20): grouped conv 18/22 ms per
-forward, vmap over ``functional_call`` 20/25 ms, a Python loop over individuals 27/38 ms.
-vmap's conv batching rule lowers to the same grouped conv, so it can only add functorch
-dispatch and unpacking overhead; grouped conv is used. Two details matter for speed: the
-uint8 frames are permuted before the float conversion (moving 1-byte rather than 4-byte
-elements; 13 vs 44 ms for that step alone), and the /255 is folded into the first layer's
-weights instead of being a pass over the largest tensor.
+p sees only individual p's channels and weights; fc layers use ``torch.baddbmm``. It was
+faster than vmap over ``functional_call`` and than a loop over individuals
+(docs/results/cnn-batching.md): vmap's conv batching rule lowers to the same grouped conv,
+so it can only add functorch dispatch and unpacking overhead. Two details matter for speed:
+the uint8 frames are permuted before the float conversion (moving 1-byte rather than 4-byte
+elements), and the /255 is folded into the first layer's weights instead of being a pass
+over the largest tensor.
 
 Observation normalization (``obs_mean``/``obs_std``) is ignored: pixels already have a
 fixed range and the /255 scaling plays that role; running pixel statistics would only add

@@ -8,7 +8,7 @@ fields left unset) < YAML file < command line.
 Modules, in the order a value goes through them:
 
 - ``schema``: the :class:`Config` dataclass (fields, defaults, help), ``ConfigError``.
-- ``kinds``: pydantic types that read a flag's string or a YAML value (``coerce``).
+- ``fieldtypes``: pydantic types that read a flag's string or a YAML value (``coerce``).
 - ``parse``: argparse and YAML -> an unresolved Config (``parse_args``, ``from_dict``).
 - ``checks``: one-line checks of sizes, names, island specs, topology and device.
 - ``resolve``: environment-table defaults, the checks, derived values (``resolve``).

@@ -1,7 +1,7 @@
 """Experiments: a research question as a grid of launcher runs (``python -m
 islands.experiment run experiments/X.yaml --scale laptop``).
 
-- ``kinds``: shared names (report kinds, scales, the experiment directory's files).
+- ``names``: shared names (report kinds, scales, the experiment directory's files).
 - ``spec``: the experiment YAML -> :class:`ExperimentSpec` at one scale, its
   :class:`Trial` s and their launcher configs (plain Python, no Ray).
 - ``provenance``: commit, machine, versions and env-table rows, recorded when it starts.

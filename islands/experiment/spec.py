@@ -1,18 +1,16 @@
 """An experiment file: a research question as a grid of launcher runs, at a chosen scale.
 
-Plain Python (no Ray): :func:`load_experiment` reads a YAML file and picks one scale,
-:func:`trials` expands the grid times the seeds into :class:`Trial` s, :func:`trial_config`
-turns one trial into a resolved launcher :class:`~islands.config.Config`, and
-:func:`check_trials` resolves every trial once so that a bad value fails before anything
-runs. Every problem is an :class:`ExperimentError` with a one-line message.
+Plain Python (no Ray): :func:`load_experiment` reads a YAML file at one scale, :func:`trials`
+expands grid x seeds into :class:`Trial` s, :func:`trial_config` makes a trial's resolved
+launcher :class:`~islands.config.Config`, and :func:`check_trials` resolves every trial once
+so a bad value fails before anything runs. Problems: one-line :class:`ExperimentError` s.
 
 The format (``experiments/*.yaml``)::
 
     name: network-scaling            # required; letters, digits, '.', '_', '-'
     report: network-scaling          # a names.REPORT_KINDS entry (default: generic)
     question: Up to how many parameters does full CMA-ES still solve LunarLander-v3?
-    description: >
-      Free text for the report.
+    description: Free text for the report.
     base: {env: LunarLander-v3, islands: 2}   # launcher fields shared by every run
     grid:                                     # launcher field -> the values to try
       hidden: [[32, 16], [64, 32]]
@@ -29,18 +27,16 @@ The chosen scale's block overrides the top level: ``base`` and ``budget`` merge 
 its place; a field only the scale lists comes after the top level's); ``seeds`` replaces.
 Asking for a scale the file does not define is an error naming the scales it has.
 
-Where a launcher field may go: any field of :data:`islands.config.FIELDS` in ``base`` and
-``grid``, except the runner's own (``names.RUNNER_FIELDS``: ``out``, ``namespace``, ...),
-``seed`` (that is what ``seeds`` lists) and, in ``base``, the budget fields (they belong in
-``budget``, where a report reads the budget the arms shared). A grid value may repeat a
-``base`` field; the grid's value wins. Values are checked when :func:`check_trials` resolves
-the trials, with the launcher's own messages.
+``base`` and ``grid`` take any field of :data:`islands.config.FIELDS` except the runner's
+own (``names.RUNNER_FIELDS``: ``out``, ``namespace``, ...), ``seed`` (``seeds`` lists them)
+and, in ``base``, the budget fields (they belong in ``budget``, where a report reads the
+budget the arms shared). A grid value may repeat a ``base`` field and wins. Values are
+checked by :func:`check_trials`, with the launcher's own messages.
 
-A run's launcher fields (:attr:`Trial.overrides`): ``base``, then ``budget``, then the
-trial's grid values, then its ``seed``. Trials come in grid-then-seed order: the cartesian
-product of the grid's fields in file order (the first field varies slowest), each with every
-seed; ids ``t000``, ``t001``, ... in that order, so the same file and scale always give the
-same ids.
+A run's launcher fields (:attr:`Trial.overrides`): ``base``, ``budget``, the trial's grid
+values, its ``seed``. Trials: the cartesian product of the grid's fields in file order (the
+first varies slowest), each with every seed, ids ``t000``, ``t001``, ... in that order, so
+the same file and scale always give the same ids.
 """
 
 from __future__ import annotations

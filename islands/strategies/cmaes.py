@@ -3,9 +3,8 @@
 N. Hansen and A. Ostermeier (2001), "Completely derandomized self-adaptation in evolution
 strategies", Evolutionary Computation 9(2); N. Hansen (2016), "The CMA evolution strategy: a
 tutorial", arXiv:1604.00772. The algorithm is pycma's ``cma.CMAEvolutionStrategy``
-(https://github.com/CMA-ES/pycma); this module adapts it to the :class:`Strategy` contract.
-
-The maths pycma runs each generation (pycma minimizes, so it is told ``-fitness``):
+(https://github.com/CMA-ES/pycma), adapted to the :class:`Strategy` contract. Each generation
+(pycma minimizes, so it is told ``-fitness``):
 
 * sample   ``x_k = m + sigma * y_k``, ``y_k ~ N(0, C)``, ``k = 1..lambda``
 * mean     ``m' = m + c_m * sum_{i<=mu} w_i (x_{i:lambda} - m)`` (best mu, weights w_i)
@@ -14,45 +13,30 @@ The maths pycma runs each generation (pycma minimizes, so it is told ``-fitness`
 * covariance ``C = (1 - c_1 - c_mu sum w) C + c_1 p_c p_c^T + c_mu sum_i w_i y_i y_i^T``
   (rank-one plus rank-mu update; "active" CMA gives the worst samples negative w_i).
 
-Defaults (pycma's unless stated):
-
-=============  ==================  =====================================================
-parameter      default             source / why
-=============  ==================  =====================================================
-popsize        4 + floor(3 ln n)   Hansen (2016), Table 1
-mu, weights    popsize // 2, log   Hansen (2016), Table 1
-sigma          0.1                 NN weights start near 0 with scale ~1/sqrt(fan_in)
-                                   (0.05-0.3 for small policies); 0.1 is estool's
-                                   ``sigma_init`` for CMA-ES on RL policies (Ha 2017)
-x0             zeros(dim)          the caller passes the initialised policy weights
-other options  pycma defaults      any ``cma.CMAOptions`` key may be passed through
-=============  ==================  =====================================================
+Defaults are pycma's (popsize ``4 + floor(3 ln n)``, mu ``popsize // 2``, log weights: Hansen
+2016, Table 1) except ``sigma`` 0.1: network weights start near 0 with scale ~1/sqrt(fan_in)
+(0.05-0.3 for small policies), and 0.1 is estool's ``sigma_init`` for CMA-ES on RL policies
+(Ha 2017). ``x0`` is the caller's initialised policy weights; any ``cma.CMAOptions`` key may
+be passed through.
 
 Migrants enter through pycma's ``inject()`` with its default ``force=False`` (N. Hansen
-(2011), "Injecting external solutions into CMA-ES", arXiv:1110.4181): each migrant replaces
-one of the first samples of the next ``ask()`` and takes part in the next ``tell()`` like any
-sample (pycma leaves it out of the negative, "active" covariance update). pycma treats it as
-a *direction* from the mean: a migrant within Mahalanobis distance ``sqrt(n)`` of the mean
-(``||C^(-1/2) (x - m)|| / sigma``) is sampled verbatim; a farther one is moved along its
-direction to a typical sample length, so one far migrant cannot blow up the step size.
-We measured the alternative, ``force=True`` (always verbatim): injecting the optimum from 25
-sigma away makes the next generation much better but doubles sigma through CSA, and over
-the following 5-40 generations the island is *worse* off than without the migrant (median
-of 30 seeds, 10-D sphere); with ``force=False`` it is never worse. Migrants are handed to
-pycma right before the next ``ask`` (so the direction is taken from the current mean); at
-most ``popsize // 2`` are kept per generation, the fittest by reported fitness, so that the
-update still rests mostly on independent samples. The reported fitness only ranks migrants
-and updates ``best``; the sample pycma makes from them is evaluated like every other.
+(2011), "Injecting external solutions into CMA-ES", arXiv:1110.4181): each replaces one of
+the first samples of the next ``ask()`` and takes part in the next ``tell()`` like any sample
+(pycma leaves it out of the negative, "active" update). pycma treats it as a *direction* from
+the mean: one within Mahalanobis distance ``sqrt(n)`` (``||C^(-1/2) (x - m)|| / sigma``) is
+sampled verbatim, a farther one is moved along its direction to a typical sample length, so
+one far migrant cannot blow up the step size (``force=True`` did worse:
+docs/results/cmaes-inject.md). Migrants are handed to pycma right before the next ``ask``
+(the direction is taken from the current mean); at most ``popsize // 2``, the fittest by
+reported fitness, are kept per generation, so the update still rests mostly on independent
+samples. The reported fitness only ranks migrants and updates ``best``; the sample pycma
+makes from them is evaluated like every other.
 
-Islands that restart (:mod:`islands.island.restarts`) ask :meth:`CMAES.stop_reason` after every
-generation: the criteria of pycma's ``es.stop()`` that say the run has converged or stalled
-(tolx, tolfun, tolflatfitness, tolstagnation, ...), without its budgets (maxiter,
-maxfevals, ...), which belong to the run, not to one strategy's run.
-
-State capture (``state_dict``) walks pycma's object graph into plain data, see
-:mod:`islands.strategies.pycma_state`. Sampling randomness comes from our own ``numpy``
-Generator via pycma's ``randn`` option, so the RNG state is part of the captured state and a
-restored run continues bit-identically.
+:meth:`CMAES.stop_reason` (for restarts, :mod:`islands.island.restarts`): pycma's ``es.stop()``
+criteria of convergence or stall (tolx, tolfun, tolflatfitness, tolstagnation, ...), not its
+budgets (maxiter, maxfevals: the run's). ``state_dict`` walks pycma's object graph into plain
+data (:mod:`islands.strategies.pycma_state`); sampling draws from our own numpy Generator
+through pycma's ``randn`` option, so a restored run continues bit-identically.
 """
 
 from __future__ import annotations

@@ -18,21 +18,12 @@ lucky episode must not keep an individual elite forever (the paper re-evaluates 
 evaluation of row 0 plays that role at no extra cost). Before the first ``tell`` the pool
 is ``x0`` alone (fitness -inf), so the first population is ``x0`` and mutants of it.
 
-Defaults:
-
-==========  ================  ======================================================
-parameter   default           source / why
-==========  ================  ======================================================
-popsize     64                per island; the paper's 1,000 (Atari) or 12,500
-                              (humanoid) are reached by running many islands
-truncation  max(2, N // 5)    the paper keeps T = 20 of 1,000 (2 %); with an island of
-                              64 that would be one parent, so 20 % (12 of 64) keeps
-                              selection strong while leaving some diversity
-sigma       0.02              the paper's 0.002 is ~10 % of a Xavier-scaled Atari
-                              weight (fan-in ~3,000, scale ~0.02); for small MLPs
-                              (fan-in ~64, weight scale ~0.1-0.2) 10 % is 0.01-0.02,
-                              and 0.02 matches OpenAI-ES's sigma on similar nets
-==========  ================  ======================================================
+Defaults: ``popsize`` 64 per island (the paper's 1,000 (Atari) or 12,500 (humanoid) are
+reached by running many islands); truncation ``T = max(2, N // 5)`` (the paper keeps 20 of
+1,000, 2 %; with an island of 64 that would be one parent, so 20 %, 12 of 64, keeps selection
+strong while leaving some diversity); ``sigma`` 0.02 (the paper's 0.002 is ~10 % of a
+Xavier-scaled Atari weight, fan-in ~3,000, scale ~0.02; for small MLPs, fan-in ~64 and weight
+scale ~0.1-0.2, 10 % is 0.01-0.02, and 0.02 matches OpenAI-ES's sigma on similar nets).
 
 Immigrants replace the worst members of the pool the next population is bred from (the
 pool keeps at most ``popsize`` members; a full pool drops its worst members, and at most

@@ -19,22 +19,20 @@ into a float64 ``g``. Two ways (the strategy's option ``noise_access``), chosen 
 with ``"auto"``:
 
 * ``"loop"`` (auto on CPU): ``buf = w_j * window_j + ...`` in place over ``LOOP_CHUNK`` (16)
-  plain slices of the table, then ``g += buf``; the only temporaries are dim-sized. Measured
-  on CPU (2 shared cores, torch 2.13, 128 pairs, dim 1M): 25-35 ms, against 70-125 ms when
-  every window is added straight into the float64 ``g`` (CPU casts each float32 window to a
-  float64 temporary first). ``"gather"`` took 0.6-5 s there: CPU ``index_select`` from the
-  overlapping strided view below is an element-wise strided copy.
+  plain slices of the table, then ``g += buf``; the only temporaries are dim-sized. On the
+  CPU, adding each window straight into the float64 ``g`` casts it to a float64 temporary
+  first, and ``index_select`` from the strided view below is an element-wise strided copy;
+  both were slower (docs/results/noise-table.md).
 * ``"gather"`` (auto on CUDA): windows gathered ``chunk`` rows at a time from the zero-copy
   view ``as_strided(table, (size - dim + 1, dim), (1, 1))`` (row ``o`` is the window at
   offset ``o``) with ``index_select``, then ``g += w_chunk @ E_chunk`` (``mv``). The chunk
   holds at most ``GATHER_BYTES`` (64 MB: 16 rows at 1M float32), so memory stays bounded.
-  Two kernels per chunk instead of one per window: at 100K dims the loop is launch-bound (~128
-  launches of tiny kernels) while a single chunk is two; at 1M both move ~1.5 GB (the gather
-  reads and writes the chunk, ``mv`` reads it again), about half a millisecond at H100
-  bandwidth (an estimate: benchmarks/noise_table_update.py measures it on a GPU).
+  Two kernels per chunk instead of one per window: at 100K dims the loop is launch-bound
+  (~128 launches of tiny kernels) while a single chunk is two; on a GPU,
+  ``python benchmarks/noise_table_update.py --device cuda`` times both.
   ``F.embedding_bag`` with ``per_sample_weights`` would be one kernel and read each window
-  once, but its CPU path copies the view to contiguous (tried: a 130 TB allocation) and its
-  CUDA path could not be checked here, so it is not used.
+  once, but its CPU path copies the view to contiguous (a 130 TB allocation) and its CUDA
+  path was not checked, so it is not used.
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ updating only the diagonal,
 with the learning rates enlarged by about ``(n + 2) / 3`` (``c1_sep``, ``cmu_sep``) because
 n parameters are learned instead of n^2/2. Cost per generation and memory are O(lambda n):
 pycma keeps the diagonal in a ``DiagonalDecoding`` vector and samples through
-``GaussStandardConstant``, and never allocates an n x n matrix in this mode (measured with
-``benchmarks/strategy_overhead.py``: 250 MB peak traced memory at n = 100,000 with the
-default popsize 38, about 8 copies of the 30 MB population, the same ratio as at 1,000
-dims; full CMA would need 80 GB for C alone). The price is that correlations between
-parameters are not learned.
+``GaussStandardConstant``, and never allocates an n x n matrix in this mode (full CMA would
+need 80 GB for C alone at n = 100,000; measured memory: docs/results/strategy-overhead.md).
+The price is that correlations between parameters are not learned.
 
 Defaults:
 
