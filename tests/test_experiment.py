@@ -137,6 +137,22 @@ def test_trials_ran_one_at_a_time_on_two_cores(experiment):
     assert "trials at once" in md and "## Provenance" in md and "commit `" in md
 
 
+def test_tune_and_every_run_leave_tensorboard_scalars(experiment):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    exp_dir = experiment[0]
+    runs = sorted((exp_dir / RUNS_DIR).glob("t*"))
+    assert len(runs) == 4
+    for run in runs:  # the launcher's own scalars, per island
+        ev = EventAccumulator(str(run / "tb" / "island-00")).Reload()
+        assert ev.Scalars("fitness/best_so_far"), run.name
+    # Tune's TensorBoard logger: one event file per trial with the reported results
+    tune_events = [EventAccumulator(str(d)).Reload()
+                   for d in sorted((exp_dir / "tune").glob("run_trial_*")) if d.is_dir()]
+    assert len(tune_events) >= 4
+    assert all("ray/tune/best_fitness" in ev.Tags()["scalars"] for ev in tune_events)
+
+
 def test_the_report_has_the_table_and_its_figures(experiment):
     exp_dir = experiment[0]
     md = (exp_dir / REPORT_MD).read_text()

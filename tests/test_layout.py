@@ -4,6 +4,7 @@ import cycles, no function over 80 lines and no module over 500 lines."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import ROOT
@@ -84,3 +85,15 @@ def test_functions_and_modules_stay_readable():
                 if length > 80:
                     too_long.append(f"{n}.{node.name}: {length} lines")
     assert too_long == []
+
+
+def test_the_readme_is_readable_and_its_links_resolve():
+    readme = (ROOT / "README.md").read_text()
+    long = [f"README.md:{i}: {len(line)} characters"
+            for i, line in enumerate(readme.splitlines(), 1) if len(line) > 100]
+    assert long == []
+    # inline [text](target) and reference [id]: target links to files of the repository
+    targets = re.findall(r"\]\(([^)#\s]+)[^)]*\)", readme)
+    targets += re.findall(r"^\[[^\]]+\]:\s*(\S+)", readme, re.M)
+    local = [t for t in targets if "://" not in t]
+    assert local and [t for t in local if not (ROOT / t).exists()] == []

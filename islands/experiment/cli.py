@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trials at once at most (default: as many as can each have cores of "
                    "their own, since wall clock and throughput are measured: one at a time "
                    "where the cluster has fewer CPUs than two trials need)")
+    r.add_argument("--wandb", default=None, metavar="PROJECT",
+                   help="also log every trial's results to this Weights & Biases project "
+                   "(Tune's WandbLoggerCallback; needs pip install wandb). TensorBoard "
+                   "files are always written: tensorboard --logdir DIR")
     _ray_flags(r)
     s = sub.add_parser("resume", help="continue an interrupted experiment")
     s.add_argument("dir", help="the experiment directory")
@@ -65,6 +69,8 @@ def _ray_flags(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "wandb", None) is not None:
+            _check_wandb()
         if args.command == "run":
             exp_dir = prepare(args.file, args.scale, args.out)
         else:
@@ -75,7 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return _report(exp_dir)
     return _execute(exp_dir, args.command == "resume", args.address, args.dashboard == "on",
-                    getattr(args, "max_concurrent", None))
+                    getattr(args, "max_concurrent", None), getattr(args, "wandb", None))
+
+
+def _check_wandb() -> None:
+    from ..output.scalars import wandb_missing
+
+    missing = wandb_missing()
+    if missing:
+        raise ExperimentError(f"--wandb: {missing}")
 
 
 def prepare(file: str, scale: str | None, out: str | None) -> Path:
@@ -107,7 +121,7 @@ def existing(d: str) -> Path:
 
 
 def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
-             max_concurrent: int | None = None) -> int:
+             max_concurrent: int | None = None, wandb: str | None = None) -> int:
     from ..config import ConfigError
     from ..runtime import sweep
 
@@ -119,7 +133,7 @@ def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
         if resume:
             grid = sweep.resume_experiment(exp_dir)
         else:
-            grid = sweep.run_experiment(exp_dir, max_concurrent=max_concurrent)
+            grid = sweep.run_experiment(exp_dir, max_concurrent=max_concurrent, wandb=wandb)
     except ConfigError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -212,18 +212,29 @@ def _trainable(exp_dir: Path, plans: dict[str, TrialPlan]):
             [{}] + bundles[config["trial"]], strategy="PACK"))
 
 
-def _run_config(exp_dir: Path, verbose: int, stop: Any = None) -> tune.RunConfig:
+def _run_config(exp_dir: Path, verbose: int, stop: Any = None, wandb: str | None = None
+                ) -> tune.RunConfig:
+    """Tune's storage in ``DIR/tune``; its TensorBoard logger (each trial's results under
+    ``DIR/tune/<trial>/``) and, with ``wandb``, its W&B logger into that project."""
+    from ray.tune.logger import TBXLoggerCallback
+
+    callbacks = [TBXLoggerCallback()]
+    if wandb is not None:
+        from ray.air.integrations.wandb import WandbLoggerCallback
+
+        callbacks.append(WandbLoggerCallback(project=wandb, group=exp_dir.name))
     return tune.RunConfig(
         name=TUNE_DIR, storage_path=str(exp_dir.resolve()), verbose=verbose, stop=stop,
-        failure_config=tune.FailureConfig(max_failures=0))
+        failure_config=tune.FailureConfig(max_failures=0), callbacks=callbacks)
 
 
 def run_experiment(exp_dir: Path, verbose: int = 1, stop: Any = None,
-                   max_concurrent: int | None = None) -> Any:
+                   max_concurrent: int | None = None, wandb: str | None = None) -> Any:
     """Run every trial listed in ``experiment.json`` (the driver must be connected).
     ``stop``: a Tune stopper (``RunConfig(stop=...)``), e.g. one that ends the whole
     experiment early, as an interruption would. ``max_concurrent``: trials at once at most
-    (default: :func:`exclusive_concurrency`, each trial on cores of its own)."""
+    (default: :func:`exclusive_concurrency`, each trial on cores of its own). ``wandb``: a
+    Weights & Biases project that Tune logs every trial's results to."""
     plans = plan_trials(exp_dir)
     ids = list(_trials(exp_dir))
     if max_concurrent is None:
@@ -231,7 +242,7 @@ def run_experiment(exp_dir: Path, verbose: int = 1, stop: Any = None,
     tuner = tune.Tuner(_trainable(exp_dir, plans),
                        param_space={"trial": tune.grid_search(ids)},
                        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
-                       run_config=_run_config(exp_dir, verbose, stop))
+                       run_config=_run_config(exp_dir, verbose, stop, wandb))
     return tuner.fit()
 
 
