@@ -67,13 +67,13 @@ def build_core(run: Path, island: int, arm: str):
     core = IslandCore(spec, cfg.eval_spec(), run_seed=cfg.seed, checkpoint=ck)
     if not same:  # a fresh strategy around the checkpoint's center and step size
         _, old, state = load_island(run, island)
-        core._build_strategy(dict(popsize=opts.get("popsize", old.popsize),
+        core.runs.start(dict(popsize=opts.get("popsize", old.popsize),
                                   sigma=float(old.sigma),
                                   seed=int(state["build"]["seed"]) + 1,
                                   x0=np.array(old.center)))
         core.set_obs_stats(state.get("obs_stats"))
     if opts.get("episodes"):
-        core._set_episodes(opts["episodes"])
+        core.set_episodes(opts["episodes"])
     return core, cfg
 
 
@@ -87,14 +87,14 @@ def run_arm(run: Path, island: int, arm: str, cpu: int, seconds: float, test_eve
 
     core, cfg = build_core(run, island, arm)
     spec = cfg.eval_spec().replace(episodes=20)
-    t0, next_test, rows, ep0 = time.monotonic(), 0.0, [], core.episodes
+    t0, next_test, rows, ep0 = time.monotonic(), 0.0, [], core.counters.episodes
     while True:
         now = time.monotonic() - t0
         if now >= next_test:
             stats = core.evaluator.obs_stats
             t = test_genome(spec, np.array(core.strategy.center),
                             None if stats is None else stats.state_dict(), TEST_SEED)
-            rows.append({"arm": arm, "t": round(now), "episodes": int(core.episodes - ep0),
+            rows.append({"arm": arm, "t": round(now), "episodes": int(core.counters.episodes - ep0),
                          "generation": core.generation, "test_mean": t["mean"],
                          "test_std": t["std"], "sigma": float(core.strategy.sigma)})
             print(json.dumps(rows[-1]), flush=True)

@@ -125,7 +125,7 @@ def test_an_envpool_island_resumed_from_a_checkpoint_continues_bit_identically(
     np.testing.assert_array_equal(c._last_fitness, a._last_fitness)
     assert len(set(a._last_fitness)) > 1  # real, varied returns, not all 500
     np.testing.assert_array_equal(c.strategy.center, a.strategy.center)
-    assert c.env_steps == a.env_steps
+    assert c.counters.env_steps == a.counters.env_steps
     a.close()
     c.close()
 

@@ -309,13 +309,13 @@ def test_a_fresh_ipop_start_keeps_migrants_out_for_patience_generations():
         assert a.evolve(1, [migrant]).report.immigrants_new == 1  # the first run takes them
         while not a.restarter.restarts:
             a.evolve(1)
-        held = a.held_off
+        held = a.counters.held_off
         # the fresh run's first two generations: kept out, and the run is its own
         for _ in range(2):
             if a.strategy.generation >= 2:
                 break
             assert a.evolve(1, [migrant]).report.immigrants_new == 0
-        assert a.held_off > held
+        assert a.counters.held_off > held
         while a.strategy.generation < 2:
             a.evolve(1)
         assert a.evolve(1, [migrant]).report.immigrants_new == 1  # then it competes

@@ -1,67 +1,44 @@
 """One island: a strategy and an evaluator evolving k generations per call (no Ray).
 
-``IslandCore.evolve(k, immigrants, obs_stats)`` first adopts merged observation statistics
-and migrants, then runs ``k`` times ask -> evaluate -> tell, and returns an
+``IslandCore.evolve(k, immigrants, obs_stats)`` is the algorithm: adopt merged observation
+statistics, accept migrants, then ``k`` times ask -> evaluate -> tell, and return an
 :class:`~islands.messages.EvolveResult`: a report row, its emigrants (the best genomes it
-evaluated in this call, with their fitness), the observation-moment delta since its
-previous call and, once a sample reaches the candidate threshold, candidate offers (that
-sample and the search center, re-evaluated on fresh episodes: ``_offers``). The Ray
-actor around it (``islands.runtime.actors``) only sizes threads and picks the device.
+evaluated in this call), the observation-moment delta since its previous call and any
+candidate offers. Everything else attaches as hooks (:mod:`islands.island.hooks`), run in
+this order: a debug exit, the episode schedule and its ranking probes
+(:mod:`~islands.island.resampling`), restarts (:mod:`~islands.island.restarts`), a debug
+slowdown, candidate confirmation (:mod:`~islands.island.confirm`). Its counts are one
+:class:`~islands.island.counters.Counters` (report row, checkpoint, info). The Ray actor
+around it (``islands.runtime.actors``) only sizes threads and picks the device.
 
 Immigrant batches whose width is not this island's dimension are rejected, logged and
-counted; the island carries on. Seeds: :mod:`islands.seeds`.
-
-Restarts (``spec.restart``, :mod:`islands.island.restarts`): after each generation the island's
-:class:`~islands.island.restarts.Restarter` may end the strategy's run (stagnation or the
-strategy's own ``stop_reason()``); the island then builds a new strategy of the same kind
-with the popsize, step size, seed and start the restarter plans. The island's generation
-(reports, training seeds, checkpoint timing, ``--generations``) is the sum over its
-strategies' runs, and its best (``best_so_far``, the hof restart's center) is the best over
-all of them and the immigrants it received, so neither ever decreases.
+counted; the island carries on. Seeds: :mod:`islands.seeds`. A restart starts a new strategy
+run (:class:`~islands.island.restarts.Runs`): the island's generation (reports, training
+seeds, checkpoint timing, ``--generations``) and best (``best_so_far``, the hof restart's
+center) are over all its runs and the immigrants it received, so neither ever decreases.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import logging
-import os
-import sys
 import time
 from typing import Any
 
 import numpy as np
 
-from ..messages import CandidateOffer, Emigrants, EvolveResult, IslandInfo, IslandReport
+from .. import strategies
+from ..messages import Emigrants, EvolveResult, IslandInfo, IslandReport
 from ..persistence.checkpointing import CheckpointClock, CheckpointSpec
 from ..planning import IslandSpec
-from ..seeds import confirm_seed, probe_seed, strategy_seed, train_seed
-from .resampling import EpisodeSchedule
-from .restarts import Restarter, RestartSettings
+from ..seeds import strategy_seed, train_seed
+from .confirm import Confirmation, Reevaluator
+from .counters import Counters, ObsDelta, peak_rss_mb
+from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
+from .resampling import EpisodeSchedule, ResamplingHook
+from .restarts import Restarter, RestartHook, RestartSettings, Runs
 
 log = logging.getLogger("islands.island")
-
-
-def _peak_rss_mb() -> float:
-    """Peak resident memory of this process (an island's actor process), in MiB."""
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return 0.0
-    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return kib / (1 << 20) if sys.platform == "darwin" else kib / 1024  # macOS: bytes
-
-
-class _Elite:
-    """The best ``n`` genomes seen during one call, by measured fitness."""
-
-    def __init__(self, n: int, dim: int) -> None:
-        self.n, self.x, self.f = n, np.zeros((0, dim)), np.zeros(0)
-
-    def add(self, X: np.ndarray, fit: np.ndarray) -> None:
-        ok = np.isfinite(fit)
-        x, f = np.concatenate([self.x, X[ok]]), np.concatenate([self.f, fit[ok]])
-        top = np.argsort(-f, kind="stable")[: self.n]
-        self.x, self.f = x[top], f[top]
 
 
 class IslandCore:
@@ -71,41 +48,42 @@ class IslandCore:
                  num_threads: int = 1, device: str = "cpu", evaluator=None,
                  checkpoint: CheckpointSpec | None = None, reconstructed: bool = False
                  ) -> None:
-        self.spec, self.index = spec, int(spec.index)
-        self.run_seed = int(run_seed)
-        self.strategy_name = spec.strategy
-        self.candidate_threshold = spec.candidate_threshold
+        self.spec, self.index, self.run_seed = spec, int(spec.index), int(run_seed)
+        self.candidate_threshold = spec.candidate_threshold  # confirm.Confirmation
         self.device, self.num_threads = device, int(num_threads)
         self.evaluator = evaluator or eval_spec.replace(episodes=spec.episodes).build(
             num_threads=self.num_threads, device=device)
-        # re-evaluations (candidates, ranking probes): an evaluator per episode count, built
-        # at its first use (none without an eval_spec)
-        self._eval_spec, self._reevaluators = eval_spec, {}
-        self.confirmations = 0
+        # re-evaluations (candidates, ranking probes); none without an eval_spec
+        self.reevaluator = (None if eval_spec is None
+                            else Reevaluator(eval_spec, self.num_threads, device))
         self.dim = int(self.evaluator.num_params)
         seed = strategy_seed(self.run_seed, self.index)
         x0 = self.evaluator.policy.init_params(np.random.default_rng(seed))
-        self._build_strategy(dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
+        make = functools.partial(strategies.make, spec.strategy, self.dim, **dict(spec.options))
+        self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
         self.restarter = Restarter(
             RestartSettings(spec.restart, spec.restart_patience),
             base_popsize=self.strategy.popsize,
             sigma0=spec.sigma if spec.sigma is not None else self.strategy.sigma, seed=seed)
         self.schedule = EpisodeSchedule(spec.episodes, spec.episodes_cap,
                                         spec.restart_patience, spec.probe_interval)
-        self._gen_offset = 0  # generations of the strategies before the current one
-        self._prev_best: tuple[np.ndarray | None, float] = (None, -np.inf)  # their best
-        self._center_at_restart = None  # the ended run's center (candidates, see below)
-        self.evals = self.episodes = self.env_steps = self.frames = 0
-        self.immigrants = 0  # accepted migrant genomes, cumulative
-        self.rejected = 0  # migrant genomes refused (wrong dimension), cumulative
-        self.held_off = 0  # migrant genomes a fresh restart kept out (Restarter.isolated)
-        self.calls = 0
-        self._t0 = time.perf_counter()
-        self._delta = None  # RunningMeanStd of observations since the last report
-        self._last_fitness = np.zeros(0)
         self.reconstructed = bool(reconstructed)
+        self.hooks = self._hooks()
+        self.counters, self.obs_delta = Counters(), ObsDelta()
+        self._t0 = time.perf_counter()
+        self._last_fitness = np.zeros(0)
         self.restored_generation = None  # generation of the checkpoint loaded, if any
         self._init_checkpoints(checkpoint)
+
+    def _hooks(self) -> list[Hook]:
+        """The hooks, in the order they run (islands.island.hooks)."""
+        spec, hooks = self.spec, []
+        if spec.debug_exit_after_gen is not None and not self.reconstructed:
+            hooks.append(DebugExit(spec.debug_exit_after_gen))  # once: not once Ray restarted it
+        hooks += [ResamplingHook(self.schedule, self.restarter), RestartHook(self.restarter)]
+        if spec.slowdown_s > 0:
+            hooks.append(DebugSlowdown(spec.slowdown_s))
+        return hooks + [Confirmation(spec.confirm_episodes)]
 
     def _init_checkpoints(self, ck: CheckpointSpec | None) -> None:
         self.storage = None
@@ -119,82 +97,61 @@ class IslandCore:
                                      0.0 if ck is None else ck.seconds,
                                      self.generation)
 
-    # ---- the strategy and its restarts ---------------------------------------------------
-    def _build_strategy(self, build: dict[str, Any]) -> None:
-        """A new strategy of this island's kind from ``build`` (popsize, sigma, seed, x0);
-        ``build`` is kept for the checkpoint (a restarted strategy is rebuilt alike)."""
-        from .. import strategies
-
-        self._build = build
-        self.strategy = strategies.make(self.spec.strategy, self.dim, **build,
-                                        **dict(self.spec.options))
+    # ---- the strategy and its runs ---------------------------------------------------------
+    @property
+    def strategy(self):
+        """The current run's strategy."""
+        return self.runs.strategy
 
     @property
     def generation(self) -> int:
         """Generations of this island over all its strategies' runs."""
-        return self._gen_offset + int(self.strategy.generation)
+        return self.runs.generation
 
     @property
     def best(self) -> tuple[np.ndarray | None, float]:
         """(params, fitness) of the best genome this island knows, over all its runs."""
-        x, f = self.strategy.best
-        return (x, f) if x is not None and f >= self._prev_best[1] else self._prev_best
+        return self.runs.best
 
-    def _restart(self, reason: str) -> None:
-        """End the strategy's run and start the next one as the restarter plans."""
-        self._prev_best = self.best
-        self._center_at_restart = self.strategy.center
-        self._gen_offset += int(self.strategy.generation)
-        plan = self.restarter.plan(reason, self._prev_best[0],
-                                   self.evaluator.policy.init_params)
-        self._build_strategy(dict(popsize=plan.popsize, sigma=plan.sigma, seed=plan.seed,
-                                  x0=plan.x0))
-        log.info("island %d: restart %d (%s) at generation %d: %s, popsize %d, sigma %.3g",
-                 self.index, self.restarter.restarts, plan.regime, self.generation, reason,
-                 self.strategy.popsize, plan.sigma)
+    def set_episodes(self, n: int) -> None:
+        """Episodes per training evaluation from now on (islands.island.resampling)."""
+        self.evaluator.episodes = int(n)
+        self.evaluator.restart_episodes()  # the pool's lanes follow the new count
+
+    def reevaluate(self, X: np.ndarray, n: int, seed: int) -> np.ndarray:
+        """``R[row, episode]``: the rows of ``X`` over ``n`` fresh episodes from ``seed``
+        (confirm.Reevaluator); they count in the island's episodes and env steps."""
+        R, res = self.reevaluator(X, n, seed, self.evaluator.obs_stats)
+        self.counters.count(res)
+        return R
 
     # ---- migration and statistics ----------------------------------------------------
     def accept(self, immigrants: list[Emigrants] | None) -> int:
         """Inject migrant batches; returns how many genomes were accepted."""
-        n = 0
+        n, c = 0, self.counters
         for batch in immigrants or []:
             P = np.asarray(batch.params, dtype=np.float64)
             f = np.asarray(batch.fitness, dtype=np.float64).reshape(-1)
             if P.ndim == 1:
                 P = P[None, :]
             if P.ndim != 2 or P.shape[1] != self.dim or len(f) != len(P):
-                self.rejected += len(f)
+                c.rejected += len(f)
                 log.warning(
                     "island %d: rejected %d migrant(s) from island %s: shape %s, expected "
                     "(k, %d)", self.index, len(f), batch.source, P.shape, self.dim)
                 continue
             if len(f) and self.restarter.isolated(int(self.strategy.generation)):
-                self.held_off += len(f)  # a fresh restart explores on its own first
+                c.held_off += len(f)  # a fresh restart explores on its own first
             elif len(f):
                 self.strategy.inject(P, f)
                 n += len(f)
-        self.immigrants += n
+        c.immigrants += n
         return n
 
     def set_obs_stats(self, state: dict[str, Any] | None) -> None:
         """Adopt merged (global) observation statistics; ignored when obs_norm is off."""
         if state is not None and self.evaluator.obs_stats is not None:
             self.evaluator.set_obs_stats(state)
-
-    def _add_obs_delta(self, res) -> None:
-        if self.evaluator.obs_stats is None or not res.obs_count or res.obs_mean is None:
-            return
-        from policies.obsnorm import RunningMeanStd
-
-        if self._delta is None:
-            self._delta = RunningMeanStd(tuple(np.shape(res.obs_mean)))
-        self._delta.merge_moments(float(res.obs_count), res.obs_mean, res.obs_m2)
-
-    def take_obs_delta(self) -> dict[str, Any] | None:
-        d, self._delta = self._delta, None
-        if d is None or d.count <= 0:
-            return None
-        return {"count": d.count, "mean": d.mean, "m2": d.m2}
 
     # ---- evolution -------------------------------------------------------------------
     def evolve(self, k: int = 1, immigrants: list[Emigrants] | None = None,
@@ -205,169 +162,65 @@ class IslandCore:
         (its episodes would be spent on a genome the queue has no room for)."""
         t_call = time.perf_counter()
         self.set_obs_stats(obs_stats)
-        accepted = self.accept(immigrants)
-        elite = _Elite(int(self.spec.emigrants), self.dim)
-        evals0, steps0 = self.evals, self.env_steps
+        call = Call(self.accept(immigrants), Elite(int(self.spec.emigrants), self.dim),
+                    want_offers, self.counters.evals, self.counters.env_steps)
         for _ in range(int(k)):
-            self._maybe_debug_exit()
-            X, fit = self._generation()
-            elite.add(X, fit)
-            if self.spec.slowdown_s > 0:  # debug option: make this island slow on purpose
-                time.sleep(self.spec.slowdown_s)
-        self.calls += 1
-        offers = self._offers(elite) if want_offers else []
-        report = self._report(accepted, time.perf_counter() - t_call, evals0, steps0)
+            self._run_hooks("before_generation")
+            gen = self._evaluate(self.strategy.ask())
+            self._run_hooks("evaluated", gen)
+            self.strategy.tell(gen.fitness)
+            self._count(gen)
+            self._run_hooks("after_generation", gen)
+            call.elite.add(gen.X, gen.fitness)
+        self.counters.calls += 1
+        self._run_hooks("after_call", call)
+        report = self._report(call, time.perf_counter() - t_call)
         self.maybe_checkpoint()
         stats = self.evaluator.obs_stats
         return EvolveResult(
-            report=report,
-            emigrants=Emigrants(elite.x, elite.f, self.index, report.generation),
-            offers=offers,
-            obs_delta=self.take_obs_delta(),
+            report=report, offers=call.offers, obs_delta=self.obs_delta.take(),
+            emigrants=Emigrants(call.elite.x, call.elite.f, self.index, report.generation),
             obs_stats=None if stats is None else stats.state_dict())
 
-    def _generation(self) -> tuple[np.ndarray, np.ndarray]:
-        """ask -> evaluate -> tell once; the population and its fitness. A probe generation
-        (``schedule.probe_due``) is evaluated again on as many fresh episodes, and the
-        strategy is told the mean of both (islands.island.resampling)."""
-        X = self.strategy.ask()
-        probe = self.schedule.probe_due(self.generation) and self._eval_spec is not None
+    def _run_hooks(self, point: str, *args) -> None:
+        for hook in self.hooks:
+            getattr(hook, point)(self, *args)
+
+    def _evaluate(self, X: np.ndarray) -> Generation:
+        """The training evaluation of population ``X`` (seeded by the island's generation)."""
         res = self.evaluator.evaluate(
             X, seed=train_seed(self.run_seed, self.index, self.generation))
-        fit = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
-        halves = None
-        if probe:
-            R = self._reevaluate(X, self.schedule.episodes,
-                                 probe_seed(self.run_seed, self.index, self.generation))
-            halves = (fit, R.mean(axis=1))
-            fit = (fit + halves[1]) / 2
-        self.strategy.tell(fit)
-        self.evals += len(fit)
-        self.episodes += int(np.size(res.returns))
-        self.env_steps += int(res.env_steps)
-        self.frames += int(res.frames)
-        self._add_obs_delta(res)
-        self._last_fitness = fit
-        self._grow_episodes(fit, halves)
-        reason = self.restarter.check(fit, self.strategy)
-        if reason:
-            self._restart(reason)
-        return X, fit
+        return Generation(X, np.asarray(res.fitness, dtype=np.float64).reshape(-1), res)
 
-    def _grow_episodes(self, fit: np.ndarray, halves=None) -> None:
-        """More episodes per evaluation when the schedule says so (islands.island.resampling); a
-        stagnant island resamples before it restarts, so the restarter counts afresh."""
-        n = self.schedule.update(fit, halves)
-        if n is None:
-            return
-        self._set_episodes(n)
-        self.restarter.stagnation.reset()
-        log.info("island %d: %d episodes per evaluation from generation %d (%s)",
-                 self.index, n, self.generation, self.schedule.why)
+    def _count(self, gen: Generation) -> None:
+        self.counters.count(gen.result, evals=len(gen.fitness))
+        if self.evaluator.obs_stats is not None:
+            self.obs_delta.add(gen.result)
+        self._last_fitness = gen.fitness
 
-    def _set_episodes(self, n: int) -> None:
-        self.evaluator.episodes = int(n)
-        self.evaluator.restart_episodes()  # the pool's lanes follow the new count
-
-    def _maybe_debug_exit(self) -> None:
-        # Debug option for the fault tests: the process dies mid-run, once (a restarted
-        # island has ``reconstructed`` set and carries on).
-        g = self.spec.debug_exit_after_gen
-        if g is not None and not self.reconstructed and self.generation >= g:
-            log.warning("island %d: debug exit at generation %d", self.index,
-                        self.generation)
-            os._exit(1)
-
-    # ---- candidates ------------------------------------------------------------------
-    def _offers(self, elite: _Elite) -> list[CandidateOffer]:
-        """Once the call's best sample reached the candidate threshold: that sample and the
-        search center, each re-evaluated on ``spec.confirm_episodes`` fresh episodes where
-        set. A best sample won among ``popsize`` evaluations on the same few episodes, so
-        its training fitness is biased upwards; most such winners fail a test. The island
-        re-evaluates them itself (two genomes, a few episodes), so the tester -- whose
-        screen alone takes 20 episodes, on CPU the islands share -- only sees genomes that
-        held up (the queue drops offers whose re-evaluation is below the target)."""
-        t = self.candidate_threshold
-        if t is None or not elite.f.size or elite.f.max() < t:
-            return []
-        center = self.strategy.center
-        if self.strategy.generation == 0 and self._center_at_restart is not None:
-            center = self._center_at_restart  # the run that just ended made the sample
-        f = float(elite.f[0])
-        offers = [CandidateOffer("sample", np.array(elite.x[0]), f),
-                  CandidateOffer("center", np.array(center, dtype=np.float64), f)]
-        n = int(self.spec.confirm_episodes)
-        if n <= 0 or self._eval_spec is None:
-            return offers
-        means, ses = self._confirm(np.stack([o.params for o in offers]), n)
-        return [dataclasses.replace(o, confirmed=float(m), confirmed_se=float(e),
-                                    confirm_episodes=n)
-                for o, m, e in zip(offers, means, ses, strict=True)]
-
-    def _confirm(self, X: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Mean returns of the rows of ``X`` over ``n`` fresh training episodes and their
-        standard errors (infinite for a single episode: nothing known)."""
-        R = self._reevaluate(X, n, confirm_seed(self.run_seed, self.index, self.generation))
-        self.confirmations += len(X)
-        mean = R.mean(axis=1)
-        se = (R.std(axis=1, ddof=1) / np.sqrt(R.shape[1]) if R.shape[1] > 1
-              else np.full(len(X), np.inf))
-        return mean, np.where(np.isfinite(mean), se, 0.0)
-
-    def _reevaluate(self, X: np.ndarray, n: int, seed: int) -> np.ndarray:
-        """Returns ``R[row, episode]`` of the rows of ``X`` over ``n`` episodes from
-        ``seed`` (-inf rows for broken genomes), under the island's current observation
-        statistics (frozen: these observations do not enter them). Its own evaluator, so
-        the training episode streams -- and a resumed run's bit-identity -- are untouched;
-        its episodes count in the island's ``episodes`` and ``env_steps``."""
-        if n not in self._reevaluators:
-            self._reevaluators[n] = self._eval_spec.replace(episodes=n).build(
-                num_threads=self.num_threads, device=self.device)
-        ev, stats = self._reevaluators[n], self.evaluator.obs_stats
-        if stats is not None:
-            ev.set_obs_stats(stats.state_dict())
-        ev.restart_episodes()  # episodes from this call's seed alone
-        res = ev.evaluate(X, seed=seed)
-        self.episodes += int(np.size(res.returns))
-        self.env_steps += int(res.env_steps)
-        self.frames += int(res.frames)
-        R = np.asarray(res.returns, dtype=np.float64).reshape(len(X), -1)
-        fit = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
-        return np.where(np.isfinite(fit)[:, None], R, -np.inf)
-
-    def _close_reevaluators(self) -> None:
-        for ev in self._reevaluators.values():
-            ev.close()
-        self._reevaluators = {}
-
-    def _report(self, accepted: int, call_s: float, evals0: int, steps0: int) -> IslandReport:
+    def _report(self, call: Call, call_s: float) -> IslandReport:
         fin = self._last_fitness[np.isfinite(self._last_fitness)]
-        stats = self.evaluator.obs_stats
+        stats, c = self.evaluator.obs_stats, self.counters
+        from_hooks = {k: v for hook in self.hooks for k, v in hook.report().items()}
         return IslandReport(
-            island=self.index, strategy=self.strategy_name,
-            generation=self.generation, evals=int(self.evals),
-            episodes=int(self.episodes), env_steps=int(self.env_steps),
-            frames=int(self.frames),
+            island=self.index, strategy=self.spec.strategy, generation=self.generation,
+            **c.reported(), **from_hooks,
             fitness_max=float(fin.max()) if fin.size else float("nan"),
             fitness_mean=float(fin.mean()) if fin.size else float("nan"),
-            best_so_far=float(self.best[1]), immigrants=int(self.immigrants),
-            immigrants_new=int(accepted), rejected=int(self.rejected), call_s=float(call_s),
-            evals_per_s=float((self.evals - evals0) / max(call_s, 1e-9)),
-            steps_per_s=float((self.env_steps - steps0) / max(call_s, 1e-9)),
+            best_so_far=float(self.best[1]), immigrants_new=int(call.accepted),
+            call_s=float(call_s),
+            evals_per_s=float((c.evals - call.evals0) / max(call_s, 1e-9)),
+            steps_per_s=float((c.env_steps - call.steps0) / max(call_s, 1e-9)),
             island_wall_s=float(time.perf_counter() - self._t0),
             # observations behind this island's normalization (its own plus merged ones)
             obs_count=float(stats.count) if stats is not None else 0.0,
-            restarts=int(self.restarter.restarts), confirmations=int(self.confirmations),
-            episodes_per_eval=int(self.schedule.episodes),
-            rank_agreement=(self.schedule.agreements[-1] if self.schedule.agreements
-                            else None),
-            peak_rss_mb=_peak_rss_mb(), sigma=float(self.strategy.sigma),
+            peak_rss_mb=peak_rss_mb(), sigma=float(self.strategy.sigma),
             center_norm=float(np.linalg.norm(self.strategy.center)))
 
     # ---- state (for checkpoints) -------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
-        """Plain-data state: strategy state dict and how it was built, restarts,
-        observation statistics, counters."""
+        """Plain-data state: the strategy's state dict and its runs (how it was built, the
+        runs before it), observation statistics, counters and the hooks' states."""
         from ..persistence.storage import CHECKPOINT_FORMAT
 
         stats = self.evaluator.obs_stats
@@ -375,52 +228,23 @@ class IslandCore:
             "format": CHECKPOINT_FORMAT, "kind": "island", "dim": self.dim,
             "index": self.index, "strategy": self.strategy.state_dict(),
             "obs_stats": None if stats is None else stats.state_dict(),
-            "obs_delta": None if self._delta is None else self._delta.state_dict(),
-            "counters": {"evals": self.evals, "episodes": self.episodes,
-                         "env_steps": self.env_steps,
-                         "frames": self.frames, "immigrants": self.immigrants,
-                         "rejected": self.rejected, "calls": self.calls,
-                         "confirmations": self.confirmations, "held_off": self.held_off},
-            "build": dict(self._build), "restarter": self.restarter.state_dict(),
-            "episode_schedule": self.schedule.state_dict(),
-            "generation_offset": self._gen_offset,
-            "prev_best": {"x": self._prev_best[0], "f": self._prev_best[1]},
+            "obs_delta": self.obs_delta.state_dict(), "counters": self.counters.state_dict(),
+            **self.runs.state_dict(),
+            **{h.state_key: h.state_dict() for h in self.hooks if h.state_key},
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        from policies.obsnorm import RunningMeanStd
-
         if state.get("index", self.index) != self.index or "strategy" not in state:
             raise ValueError(f"the state is not island {self.index}'s")
-        self._load_runs(state)
+        self.runs.load_state_dict(state)
+        for hook in self.hooks:
+            if hook.state_key:
+                hook.load_state(self, state.get(hook.state_key))
         self.strategy.load_state_dict(state["strategy"])
         if state.get("obs_stats") is not None:
             self.set_obs_stats(state["obs_stats"])
-        d = state.get("obs_delta")
-        self._delta = None if d is None else RunningMeanStd.from_state_dict(d)
-        for k, v in state["counters"].items():
-            setattr(self, k, int(v))
-
-    def _load_runs(self, state: dict[str, Any]) -> None:
-        """The restart bookkeeping of ``state``; a strategy built other than this one (a
-        restarted run: another popsize, step size, seed) is rebuilt before it is loaded.
-        States written before restarts existed hold none of it: nothing restarted."""
-        build = state.get("build")
-        key = ("popsize", "sigma", "seed")
-        if build is not None and any(build[k] != self._build[k] for k in key):
-            self._build_strategy({k: build[k] for k in (*key, "x0")})
-        if state.get("restarter") is not None:
-            self.restarter.load_state_dict(state["restarter"])
-        # Older states have no schedule (fixed episodes); a resume that sets other
-        # --episodes than the run had starts the schedule afresh from them.
-        sched = state.get("episode_schedule")
-        if sched is not None and int(sched["base"]) == self.schedule.base:
-            self.schedule.load_state_dict(sched)
-            self._set_episodes(self.schedule.episodes)
-        self._gen_offset = int(state.get("generation_offset", 0))
-        prev = state.get("prev_best") or {"x": None, "f": -np.inf}
-        self._prev_best = (None if prev["x"] is None else np.array(prev["x"], np.float64),
-                           float(prev["f"]))
+        self.obs_delta.load_state_dict(state.get("obs_delta"))
+        self.counters = Counters.from_state_dict(state["counters"])
 
     def checkpoint(self, restart_episodes: bool = False) -> int:
         """Write the state now; returns the generation written (-1: no storage). With
@@ -461,15 +285,14 @@ class IslandCore:
 
     def info(self) -> IslandInfo:
         return IslandInfo(
-            island=self.index, strategy=self.strategy_name, dim=self.dim,
+            island=self.index, strategy=self.spec.strategy, dim=self.dim,
             popsize=int(self.strategy.popsize), device=self.device,
             num_threads=self.num_threads, backend=self.evaluator.backend,
-            policy_spec=self.evaluator.policy.spec(),
-            generation=self.generation,
+            policy_spec=self.evaluator.policy.spec(), generation=self.generation,
             restored_generation=self.restored_generation,
-            counters={"evals": int(self.evals), "episodes": int(self.episodes),
-                      "env_steps": int(self.env_steps)})
+            counters=self.counters.state_dict())
 
     def close(self) -> None:
         self.evaluator.close()
-        self._close_reevaluators()
+        if self.reevaluator is not None:
+            self.reevaluator.close()

@@ -7,17 +7,16 @@ search stalls (D. V. Arnold and H.-G. Beyer 2006, "A general noise model and its
 evolution strategy performance", IEEE TEC 10(4)). Uncertainty-handling CMA-ES answers by
 evaluating more often once it measures rank changes under re-evaluation (N. Hansen et al.
 2009, "A method for handling uncertainty in evolutionary optimization...", IEEE TEC 13(1);
-pycma's ``NoiseHandler``). An island here does both the measuring and the reading of the
-symptom:
+pycma's ``NoiseHandler``). An island here (:class:`ResamplingHook`) does both the measuring
+and the reading of the symptom:
 
-* **ranking probes** (opt-in, ``--probe-interval G``; experimental, see the measurements
-  below): every G-th generation the island evaluates its whole
-  population a second time, on ``episodes`` fresh episodes (``probe_seed``; one batched
-  call, not single-genome re-evaluations), tells the strategy the mean of both (so the
-  probe's episodes are fitness too, not overhead) and hands the two halves to
-  :meth:`EpisodeSchedule.update`. Their rank agreement (Spearman's rho over the
-  population: 1 when the halves rank alike, 0 when a ranking is a lottery; about the share
-  of the fitness spread that is not noise) is averaged over the last ``PROBE_WINDOW``
+* **ranking probes** (opt-in, ``--probe-interval G``; experimental): every G-th generation
+  the island evaluates its whole population a second time, on ``episodes`` fresh episodes
+  (``probe_seed``; one batched call, not single-genome re-evaluations), tells the strategy
+  the mean of both (so the probe's episodes are fitness too, not overhead) and hands the
+  two halves to :meth:`EpisodeSchedule.update`. Their rank agreement (Spearman's rho over
+  the population: 1 when the halves rank alike, 0 when a ranking is a lottery; about the
+  share of the fitness spread that is not noise) is averaged over the last ``PROBE_WINDOW``
   probes; when it is below ``MIN_AGREEMENT`` *and* the population's mean fitness at the
   probes did not rise over them, the episodes double. Both, because a noisy ranking costs
   progress but resampling costs evaluations: at a fixed step size, halving the noise
@@ -31,48 +30,27 @@ symptom:
 
 Each doubling (at most ``cap``) starts both judgements afresh on the new, less noisy
 fitness. Only once the cap is reached does a stagnant island restart (``--restart``): the
-schedule empties the restarter's stagnation windows whenever it grows.
-
-Measured on BipedalWalker-v3 (this machine, 2 islands): an island whose one-episode
-population mean had hovered at 180-230 for 70 minutes (its best samples at ~300; the walkers
-fell in some episodes) went to a rolling mean of ~255 within 30 minutes once resumed with 4
-episodes per evaluation (``islands/envdefaults.py`` has the runs). With ``--episodes-cap 4``
-from the start, a seed-1 run never stalled for 50 generations within its first hour; its
-islands went to 2 episodes at 5,120 s and 5,370 s, with population means at 278 and 299.
-With ``--episodes-cap 4 --restart-patience 20`` a seed-3 run that the one-episode row left
-unsolved at 3,600 s solved in 1,772 s; BipedalWalker's row now sets both
-(``islands/envdefaults.py`` has the runs).
-
-The probes, measured with ``benchmarks/fitness_noise.py`` (the same figure from a run's
-checkpoint) on a BipedalWalker island at generation 130 (population mean 127): rho 0.44,
-half of the one-episode fitness spread noise (its sibling island: 0.61, a quarter); at
-generation 280-310 rho 0.57 (an island whose walkers still fell) and 0.78 (one that walked
-steadily, center 281 +- 2). A first version that doubled on agreement alone doubled a
-BipedalWalker island at generation 60, population mean ~100 and still rising fast: that is
-why the rule also asks for a flat population mean. With that rule (``--probe-interval 10``,
-BipedalWalker seed 0, quiet) the probes did all the doubling, early: island 1 to 2
-episodes at generation 170 (rho 0.38, mean 169 -> 158 over the window) and to 4 at 220
-(0.48, 200 -> 195), island 0 to 2 at 190 (0.41, 213 -> 212); after 20 minutes (27.8K
-episodes) both population means were at 207-211, where the old one-episode row's seed-0
-run stood at 240 after 20K episodes (and the same seed without probes, patience 20, at
-180-195 after 20K and 210-220 after 55K: neither clearly better nor worse). A flat mean
-over 30 generations is not yet the noise-limited steady state, so the probes stay off by
-default until a rule is measured that helps; stagnation alone (patience 20) did the
-doubling in the runs that solved.
+schedule empties the restarter's stagnation windows whenever it grows. The probes stay off
+by default: no rule for them has yet been measured to help.
 
 The schedule's state (current episodes, doublings, the stagnation count, the recent
 probes' agreements and levels) is plain data, checkpointed with the island, so a resumed
-island evaluates as the original did.
+island evaluates as the original did. Measured: docs/results/resampling.md.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
+from ..seeds import probe_seed
 from ..strategies.base import sanitize_fitness
-from .restarts import Stagnation
+from .hooks import Generation, Hook
+from .restarts import Restarter, Stagnation
+
+log = logging.getLogger("islands.island")
 
 # --probe-interval G: every G-th generation is evaluated twice over (1/G more episodes, all
 # of them used as fitness); PROBE_WINDOW probes are averaged before the schedule acts: one
@@ -165,3 +143,48 @@ class EpisodeSchedule:
         self.stagnation.load_state_dict(d["stagnation"])
         self.agreements = [float(v) for v in d.get("agreements", [])]
         self.levels = [float(v) for v in d.get("levels", [])]
+
+
+class ResamplingHook(Hook):
+    """The episode schedule of an island: on a probe generation the population is evaluated
+    again on as many fresh episodes and the strategy is told the mean of both (``evaluated``);
+    after each generation the schedule decides whether the episodes grow (``after_generation``).
+    A stagnant island resamples before it restarts, so growing empties the restarter's
+    stagnation window (the restart hook runs after this one)."""
+
+    state_key = "episode_schedule"
+
+    def __init__(self, schedule: EpisodeSchedule, restarter: Restarter) -> None:
+        self.schedule, self.restarter = schedule, restarter
+
+    def evaluated(self, island, gen: Generation) -> None:
+        if not self.schedule.probe_due(island.generation) or island.reevaluator is None:
+            return
+        R = island.reevaluate(gen.X, self.schedule.episodes,
+                              probe_seed(island.run_seed, island.index, island.generation))
+        gen.halves = (gen.fitness, R.mean(axis=1))
+        gen.fitness = (gen.fitness + gen.halves[1]) / 2
+
+    def after_generation(self, island, gen: Generation) -> None:
+        n = self.schedule.update(gen.fitness, gen.halves)
+        if n is None:
+            return
+        island.set_episodes(n)
+        self.restarter.stagnation.reset()
+        log.info("island %d: %d episodes per evaluation from generation %d (%s)",
+                 island.index, n, island.generation, self.schedule.why)
+
+    def report(self) -> dict[str, Any]:
+        agreements = self.schedule.agreements
+        return {"episodes_per_eval": int(self.schedule.episodes),
+                "rank_agreement": agreements[-1] if agreements else None}
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.schedule.state_dict()
+
+    def load_state(self, island, d: dict[str, Any] | None) -> None:
+        # Older states have no schedule (fixed episodes); a resume that sets other
+        # --episodes than the run had starts the schedule afresh from them.
+        if d is not None and int(d["base"]) == self.schedule.base:
+            self.schedule.load_state_dict(d)
+            island.set_episodes(self.schedule.episodes)

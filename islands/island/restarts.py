@@ -1,7 +1,7 @@
 """Per-island restarts against stagnation: when an island's strategy starts afresh, and how.
 
-After every generation an island asks its :class:`Restarter` (plain Python, no Ray) whether
-to restart; it does when
+After every generation an island's :class:`RestartHook` asks its :class:`Restarter` (plain
+Python, no Ray) whether to restart; it does when
 
 * the island stagnates: over its last ``patience`` (G) generations neither the median of
   the generations' medians nor the median of their best values beat the same over the G
@@ -13,38 +13,34 @@ to restart; it does when
 
 How it restarts is the island's policy (``--restart``, per island in ``island_specs``):
 
-=======  ================================================================================
-policy   the next run
-=======  ================================================================================
-none     never restarts (the strategy runs as it always did; nothing is checked)
-ipop     a fresh random start (the policy's initial parameters), the initial step size,
-         popsize doubled at each restart (capped at ``max_popsize_factor`` x the base);
-         the fresh run takes no migrants for its first ``patience`` generations
-         (``Restarter.isolated``).
-         A. Auger and N. Hansen (2005), "A restart CMA evolution strategy with increasing
-         population size", IEEE CEC 2005, pp. 1769-1776
-bipop    two interlaced regimes, each restart taking the one that has used fewer
-         evaluations so far: *large*, IPOP's doubling; *small*, popsize
-         ``floor(base * (large / (2 base))^(U1^2))`` and step size ``sigma0 * 10^(-2 U2)``
-         (U1, U2 ~ U(0, 1); ``large``: the latest large popsize); migrants as for ipop.
-         N. Hansen (2009),
-         "Benchmarking a BI-population CMA-ES on the BBOB-2009 function testbed", GECCO
-         2009 (BBOB workshop), pp. 2389-2396. The bookkeeping follows pycma's ``cma.fmin(...,
-         bipop=True)``: the first run counts on the small budget (so the first restart is
-         large), and a small run stops once it used half the large regime's evaluations
-hof      the base popsize and initial step size, centered on the best genome the island
-         knows (its own best so far, or the best immigrant it received); a fresh random
-         start while it knows none
-=======  ================================================================================
+* ``none``: never restarts (the strategy runs as it always did; nothing is checked).
+* ``ipop``: a fresh random start (the policy's initial parameters), the initial step size,
+  popsize doubled at each restart (capped at ``max_popsize_factor`` x the base); the fresh
+  run takes no migrants for its first ``patience`` generations (``Restarter.isolated``).
+  A. Auger and N. Hansen (2005), "A restart CMA evolution strategy with increasing
+  population size", IEEE CEC 2005, pp. 1769-1776.
+* ``bipop``: two interlaced regimes, each restart taking the one that has used fewer
+  evaluations so far: *large*, IPOP's doubling; *small*, popsize ``floor(base * (large /
+  (2 base))^(U1^2))`` and step size ``sigma0 * 10^(-2 U2)`` (U1, U2 ~ U(0, 1); ``large``:
+  the latest large popsize); migrants as for ipop. N. Hansen (2009), "Benchmarking a
+  BI-population CMA-ES on the BBOB-2009 function testbed", GECCO 2009 (BBOB workshop), pp.
+  2389-2396. The bookkeeping follows pycma's ``cma.fmin(..., bipop=True)``: the first run
+  counts on the small budget (so the first restart is large), and a small run stops once
+  it used half the large regime's evaluations.
+* ``hof``: the base popsize and initial step size, centered on the best genome the island
+  knows (its own best so far, or the best immigrant it received); a fresh random start
+  while it knows none.
 
 Every restart is seeded by :func:`restart_seed` (the island's strategy seed and the restart
 count), so a run is reproducible and a resumed island restarts exactly as the original did.
-The restarter's state is plain data (``state_dict`` / ``load_state_dict``, checkpointed with
-the island). Popsizes stay even when the base is (mirrored-pair strategies need that).
+The restarter's state is plain data, checkpointed with the island, as are the island's
+:class:`Runs` (its generation and best over all runs). Popsizes stay even when the base is
+(mirrored-pair strategies need that). Measured: docs/results/restarts.md.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,15 +49,16 @@ from typing import Any
 import numpy as np
 
 from ..strategies.base import sanitize_fitness
+from .hooks import Generation, Hook
+
+log = logging.getLogger("islands.island")
 
 RESTART_POLICIES = ("none", "ipop", "bipop", "hof")
 # G: the window of the stagnation test, in generations. pycma's own test (tolstagnation)
 # compares windows of (100 + 100 n^1.5 / popsize) / 10 generations (over 10^4 for a
 # 2,804-parameter policy), so islands run it with their own. 50 is a few percent of the env
-# table's generation caps. Replayed on 64 recorded LunarLander-v3 runs it fired in none of
-# the islands of runs that solved within 80 s and in half of those of slower runs (30: in 4
-# of 102 and two thirds; envdefaults.py). The Rastrigin tests use 10, where a run stuck in
-# a local basin stops improving within ~10 generations.
+# table's generation caps (measured: docs/results/restarts.md). The Rastrigin tests use 10,
+# where a run stuck in a local basin stops improving within ~10 generations.
 DEFAULT_PATIENCE = 50
 # IPOP / BIPOP large popsizes stop growing at 32 x the base (5 doublings: 64 -> 2,048): a
 # generation costs popsize evaluations, and an island must still report now and then.
@@ -135,11 +132,9 @@ class WindowStagnation:
     median of the recent ``histmedian`` / ``histbest`` against the median of the window
     before it) with a window of G. Unlike :class:`Stagnation` it does not compare against
     records: on a noisy fitness a record is set by a lucky draw, and an island that is still
-    climbing, slower than the noise, fails to beat it for G generations (LunarLander-v3
-    seed 11: an island restarted at 30 s with a best of 146; without restarts that seed
-    solved at 31 s). The
-    median of G medians barely moves with the noise, so a climbing island passes and a stuck
-    one (a flat or sinking window) does not."""
+    climbing, slower than the noise, fails to beat it for G generations (measured:
+    docs/results/restarts.md). The median of G medians barely moves with the noise, so a
+    climbing island passes and a stuck one (a flat or sinking window) does not."""
 
     def __init__(self, patience: int) -> None:
         self.patience = int(patience)
@@ -275,3 +270,87 @@ class Restarter:
         self.regime, self.run_evals = str(d["regime"]), int(d["run_evals"])
         self.budget = {k: int(v) for k, v in d["budget"].items()}
         self.stagnation.load_state_dict(d["stagnation"])
+
+
+class Runs:
+    """An island's strategy runs: the current strategy and how it was built (``build``:
+    popsize, sigma, seed, x0, passed to ``make``), and what the runs before it leave
+    behind: their generations, their best genome and the last one's final center. The
+    island's generation and best are over all its runs, so neither ever decreases."""
+
+    def __init__(self, make: Callable[..., Any], build: dict[str, Any]) -> None:
+        self.make = make
+        self.offset = 0  # generations of the runs before the current one
+        self.prev_best: tuple[np.ndarray | None, float] = (None, -math.inf)  # their best
+        self.last_center: np.ndarray | None = None  # the ended run's center
+        self.start(build)
+
+    def start(self, build: dict[str, Any]) -> None:
+        """The current run's strategy, built afresh from ``build`` (kept for checkpoints)."""
+        self.build, self.strategy = build, self.make(**build)
+
+    def new_run(self, build: dict[str, Any]) -> None:
+        """End the current run (its generations, best and center are kept); start one."""
+        self.prev_best, self.last_center = self.best, self.strategy.center
+        self.offset += int(self.strategy.generation)
+        self.start(build)
+
+    @property
+    def generation(self) -> int:
+        return self.offset + int(self.strategy.generation)
+
+    @property
+    def best(self) -> tuple[np.ndarray | None, float]:
+        """(params, fitness) of the best genome of all runs (and the migrants they took)."""
+        x, f = self.strategy.best
+        return (x, f) if x is not None and f >= self.prev_best[1] else self.prev_best
+
+    def state_dict(self) -> dict[str, Any]:
+        """Entries of the island's checkpoint (the strategy's own state is saved beside)."""
+        return {"build": dict(self.build), "generation_offset": self.offset,
+                "prev_best": {"x": self.prev_best[0], "f": self.prev_best[1]}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """The runs of an island checkpoint; a strategy built other than this one (a
+        restarted run: another popsize, step size, seed) is rebuilt before the island loads
+        its state. States written before restarts existed hold none of it."""
+        build, key = state.get("build"), ("popsize", "sigma", "seed")
+        if build is not None and any(build[k] != self.build[k] for k in key):
+            self.start({k: build[k] for k in (*key, "x0")})
+        self.offset = int(state.get("generation_offset", 0))
+        prev = state.get("prev_best") or {"x": None, "f": -np.inf}
+        self.prev_best = (None if prev["x"] is None else np.array(prev["x"], np.float64),
+                          float(prev["f"]))
+
+
+class RestartHook(Hook):
+    """After each generation: end the island's strategy run when its :class:`Restarter`
+    says so and start the next one as it plans (:meth:`Runs.new_run`: the island's
+    generation and best carry over). Runs after the episode schedule's hook: a stagnant
+    island resamples first (islands.island.resampling)."""
+
+    state_key = "restarter"
+
+    def __init__(self, restarter: Restarter) -> None:
+        self.restarter = restarter
+
+    def after_generation(self, island, gen: Generation) -> None:
+        reason = self.restarter.check(gen.fitness, island.strategy)
+        if not reason:
+            return
+        plan = self.restarter.plan(reason, island.best[0], island.evaluator.policy.init_params)
+        island.runs.new_run(dict(popsize=plan.popsize, sigma=plan.sigma, seed=plan.seed,
+                                 x0=plan.x0))
+        log.info("island %d: restart %d (%s) at generation %d: %s, popsize %d, sigma %.3g",
+                 island.index, self.restarter.restarts, plan.regime, island.generation,
+                 reason, island.strategy.popsize, plan.sigma)
+
+    def report(self) -> dict[str, Any]:
+        return {"restarts": int(self.restarter.restarts)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.restarter.state_dict()
+
+    def load_state(self, island, d: dict[str, Any] | None) -> None:
+        if d is not None:  # states written before restarts existed: nothing restarted
+            self.restarter.load_state_dict(d)

@@ -56,10 +56,10 @@ def _pick_device(index: int, device: str) -> str:
 def _torch_threads(specs: list[IslandSpec], eval_spec) -> int:
     """Torch's intra-op threads in an island process. Ray sets OMP_NUM_THREADS from the CPU
     share, but be explicit. EnvPool steps on as many threads as the island has CPUs and
-    torch threads beside them contend for the same cores (the evaluator warns: "inference
-    10x slower was measured on 2 cores"): one thread, as ``--islands 1`` on 2 cores asked
-    for 2 beside 2 EnvPool threads. Other backends step in this thread, so torch may have
-    the island's CPUs (fractional shares: one)."""
+    torch threads beside them contend for the same cores (docs/results/eval-throughput.md):
+    one thread, as ``--islands 1`` on 2 cores asked for 2 beside 2 EnvPool threads. Other
+    backends step in this thread, so torch may have the island's CPUs (fractional shares:
+    one)."""
     from envs.spaces import pick_backend
 
     if pick_backend(eval_spec.env_id, eval_spec.backend, eval_spec.env_module) == "envpool":
@@ -72,10 +72,8 @@ class IslandActor:
     """Ray wrapper around one or more :class:`~islands.island.core.IslandCore` s that share a
     worker process (``planning.HostSpec``; named ``island-NN`` or ``islands-NN-MM``). Calls
     name the island and run one after another, as the islands' shares of one CPU would be
-    time-sliced anyway. Measured (``benchmarks/archipelago_throughput.py``, LunarLander, 2
-    CPUs): one call at a time beat both a thread per island (the GIL) and a process per
-    island (16 processes time-sliced on 2 cores), 102K vs 94K vs 91K env steps/s for 4
-    islands, 105K vs 83K vs 77K for 8."""
+    time-sliced anyway; that beat both a thread per island (the GIL) and a process per
+    island (docs/results/island-hosts.md)."""
 
     def __init__(self, specs: list[IslandSpec], eval_spec, run_seed: int = 0,
                  device: str = "auto", checkpoint: CheckpointSpec | None = None) -> None:
