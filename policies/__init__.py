@@ -36,7 +36,7 @@ def check_options(kind: str, options: dict[str, Any]) -> None:
     known = option_names(kind)
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"unknown option {unknown[0]!r} for policy {kind!r} "
+        raise ValueError(f"unknown key {unknown[0]!r} for policy {kind!r} "
                          f"(known: {', '.join(known)})")
 
 

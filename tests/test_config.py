@@ -54,7 +54,7 @@ def test_unknown_policy_option_is_refused_naming_the_known_keys(policy):
                             f"(known: {known})")
     assert "hidden" in known
     # the library entry point refuses it too, so no caller builds the default network instead
-    with pytest.raises(ValueError, match="unknown option 'hiden'"):
+    with pytest.raises(ValueError, match="unknown key 'hiden'"):
         policies.make(policy, (4, 84, 84), policies.ActionSpec(discrete=True, n=2), hiden=[8])
 
 

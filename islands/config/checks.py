@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 
-from policies import POLICIES, option_names
+from policies import POLICIES, check_options
 
 from .. import topology as topo
 from ..island.restarts import RESTART_POLICIES
@@ -105,10 +105,10 @@ def check_policy(c: Config) -> None:
         raise ConfigError(f"unknown policy {c.policy!r} (choose from {', '.join(POLICIES)})")
     if c.policy == "neuromod" and c.hidden is not None and len(c.hidden) != 1:
         raise ConfigError(f"--hidden: neuromod takes one hidden size, got {c.hidden}")
-    unknown = sorted(set(c.policy_options) - set(option_names(c.policy)))
-    if unknown:
-        raise ConfigError(f"--policy-options: unknown key {unknown[0]!r} for policy {c.policy!r} "
-                          f"(known: {', '.join(option_names(c.policy))})")
+    try:
+        check_options(c.policy, c.policy_options)
+    except ValueError as e:
+        raise ConfigError(f"--policy-options: {e}") from None
 
 
 def check_topology(c: Config) -> None:

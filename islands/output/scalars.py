@@ -86,9 +86,8 @@ class ScalarLog:
         """The solution's test (``test/final_mean``) and the outcome, at the last step."""
         final = {"test/final_mean": (test or {}).get("mean"), "test/solved": float(solved)}
         final = {k: v for k, v in final.items() if _finite(v)}
-        for tag, v in final.items():
-            if self.writers:
-                self.writers["archipelago"].add_scalar(tag, float(v), self.step)
+        for tag, v in final.items() if self.writers else ():
+            self.writers["archipelago"].add_scalar(tag, float(v), self.step)
         if self.wandb is not None:
             self.wandb.log({"env_steps": self.step,
                             **{f"archipelago/{k}": v for k, v in final.items()}})
