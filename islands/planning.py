@@ -47,6 +47,8 @@ class IslandSpec:
     # episodes per evaluation double on stagnation up to this (None: fixed; resampling.py)
     episodes_cap: int | None = None
     probe_interval: int = 0  # ... and on ranking probes every this many generations (0: off)
+    # immigrants re-evaluated on this many fresh episodes beside the center (0: not; screen.py)
+    migrant_episodes: int = 0
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -170,6 +172,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         restart_patience=int(cfg.restart_patience),
         episodes_cap=None if cfg.episodes_cap is None else int(cfg.episodes_cap),
         probe_interval=int(cfg.probe_interval),
+        migrant_episodes=int(cfg.migrant_episodes),
     )
 
 

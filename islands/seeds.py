@@ -3,7 +3,8 @@
 Training evaluations use seeds in ``[0, 2**30)``: generation g of island i evaluates with
 ``train_seed(run_seed, i, g)``; its re-evaluations of candidates (``confirm_seed``) use
 seeds in ``[2**31, 2**31 + 2**30)`` and the second evaluation of a ranking probe
-(``probe_seed``) seeds in ``[2**31 + 2**30, 2**32)``, so they meet neither the training
+(``probe_seed``) seeds in ``[2**31 + 2**30, 2**32)`` and the screening of immigrants
+(``screen_seed``) seeds in ``[2**32, 2**32 + 2**30)``, so they meet neither the training
 nor the test episodes. Tests use seeds from ``TEST_SEED_BASE`` (>= 2**30) up, so a
 test episode never reuses a training episode seed. Each evaluation seed expands into
 independent episode seeds inside the evaluator (``envs.common.episode_seeds``).
@@ -17,6 +18,7 @@ TEST_SEED_BASE = 2**30 + 12345
 _SEED_SPAN = 2**30
 _CONFIRM_SEED_BASE = 2**31
 _PROBE_SEED_BASE = 2**31 + 2**30
+_SCREEN_SEED_BASE = 2**32
 # Steps of 9973 (prime) keep consecutive generations' seeds far apart, so evaluators that
 # use seed, seed+1, ... for their episodes never overlap between generations.
 _GENERATION_STRIDE = 9973
@@ -41,6 +43,12 @@ def probe_seed(run_seed: int, island: int, generation: int) -> int:
     """Seed of the second evaluation of a probe generation (islands.island.resampling): episodes
     neither training, nor re-evaluations of candidates, nor tests meet."""
     return _PROBE_SEED_BASE + train_seed(run_seed, island, generation)
+
+
+def screen_seed(run_seed: int, island: int, generation: int) -> int:
+    """Seed of island ``island``'s screening of the immigrants it receives at ``generation``
+    (islands.island.screen): episodes no other evaluation meets."""
+    return _SCREEN_SEED_BASE + train_seed(run_seed, island, generation)
 
 
 def strategy_seed(run_seed: int, island: int) -> int:

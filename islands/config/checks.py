@@ -19,7 +19,7 @@ _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations
              "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
              "restart_patience", "episodes_cap", "islands_per_process", "wait_for_nodes")
 _NON_NEGATIVE = ("migrants", "confirm_episodes", "checkpoint_interval", "checkpoint_seconds",
-                 "probe_interval")
+                 "probe_interval", "migrant_episodes")
 
 
 def check(c: Config) -> None:

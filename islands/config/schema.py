@@ -115,6 +115,11 @@ class Config:
         "episodes, and double the episodes when the two rankings agree less than 0.5 "
         "(Spearman, over 3 probes) while the population mean stays flat (0: no probes; "
         "experimental, see islands/island/resampling.py)", "int", metavar="G")
+    migrant_episodes: int | None = _opt(
+        None, "re-evaluate every immigrant and the receiving island's search center on N "
+        "fresh episodes and inject only the immigrants that beat the center there (0: inject "
+        "on the sender's fitness); default: env table, else 0; see islands/island/screen.py",
+        "optint", metavar="N")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")

@@ -37,6 +37,7 @@ from .counters import Counters, ObsDelta, peak_rss_mb
 from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
 from .resampling import EpisodeSchedule, ResamplingHook
 from .restarts import Restarter, RestartHook, RestartSettings, Runs
+from .screen import screen
 
 log = logging.getLogger("islands.island")
 
@@ -143,10 +144,21 @@ class IslandCore:
             if len(f) and self.restarter.isolated(int(self.strategy.generation)):
                 c.held_off += len(f)  # a fresh restart explores on its own first
             elif len(f):
-                self.strategy.inject(P, f)
-                n += len(f)
+                n += self._inject(P, f, batch.source)
         c.immigrants += n
         return n
+
+    def _inject(self, P: np.ndarray, f: np.ndarray, source) -> int:
+        """Inject the migrants that pass the screen (island.screen), with the fitness it
+        measured; returns how many."""
+        screened = screen(self, P, source)
+        if screened is not None:
+            keep = np.isfinite(screened)
+            self.counters.screened_out += int((~keep).sum())
+            P, f = P[keep], screened[keep]
+        if len(f):
+            self.strategy.inject(P, f)
+        return len(f)
 
     def set_obs_stats(self, state: dict[str, Any] | None) -> None:
         """Adopt merged (global) observation statistics; ignored when obs_norm is off."""

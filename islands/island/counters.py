@@ -30,13 +30,14 @@ class Counters:
     """Cumulative counts of one island, over all its strategies' runs."""
 
     evals: int = 0  # genomes evaluated for training (a probe generation's count once)
-    # training episodes: evaluations', ranking probes' and candidates' re-evaluations'
+    # training episodes: evaluations', ranking probes', candidates' and migrants' re-evaluations
     episodes: int = 0
     env_steps: int = 0
     frames: int = 0
     immigrants: int = 0  # migrant genomes accepted
     rejected: int = 0  # migrant genomes refused (wrong dimension)
     held_off: int = 0  # migrant genomes a fresh restart kept out (Restarter.isolated)
+    screened_out: int = 0  # migrant genomes that lost to the center on fresh episodes (screen)
     calls: int = 0  # evolve calls
     confirmations: int = 0  # candidate genomes re-evaluated before an offer
 

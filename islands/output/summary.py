@@ -38,6 +38,8 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "total_evals": result.totals["evals"],
         "total_env_steps": result.totals["env_steps"],
         "total_episodes": result.totals["episodes"],
+        "immigrants": result.totals.get("immigrants", 0),
+        "immigrants_screened_out": result.totals.get("screened_out", 0),
         # the run's totals when the solution was found (the report it came from)
         **_to_solve(result),
         "generations": _generations(last, infos),

@@ -303,10 +303,11 @@ class RunLoop:
             self.on_report(row, self.status)
 
     def _sum_latest(self) -> dict[str, int]:
-        """Evaluations, episodes and env steps of all islands so far (counts are
-        cumulative per island: the sum of each island's latest row)."""
+        """Evaluations, episodes, env steps and migrants accepted / screened out of all
+        islands so far (counts are cumulative per island: the sum of each island's latest
+        row)."""
         return {k: int(sum(r.get(k, 0) for r in self.latest.values()))
-                for k in ("evals", "episodes", "env_steps")}
+                for k in ("evals", "episodes", "env_steps", "immigrants", "screened_out")}
 
     def _over_budget(self) -> str | None:
         """The budget (--max-evals, --max-episodes, --max-env-steps) that is spent."""
