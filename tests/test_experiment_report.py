@@ -624,3 +624,25 @@ def test_worker_scaling_bounds_the_factor_when_more_islands_never_solve(tmp_path
     assert "falls short of 0.7x linear: k = 2: efficiency < 0.25 (A < 0.25 (E(2) not " \
            "reached within its budget), R = 1)" in text
     assert "| 2 | 0/5 = 0% [0%, 43%] | not reached | < 0.25 |" in text
+
+
+def test_mujoco_report_compares_training_episodes_with_ars(tmp_path):
+    grid = {"env": ["Swimmer-v4", "Hopper-v4"]}
+    trials = [(f"t{i}", {"env": env}, s) for i, (env, s) in enumerate(
+        (e, s) for e in grid["env"] for s in (1000, 1001))]
+    exp = make_experiment(tmp_path / "mj", "mujoco", grid, [1000, 1001], trials)
+    # (episodes when solved, or None: unsolved; episodes spent)
+    runs = {"t0": (300, 400), "t1": (500, 600), "t2": (5000, 5200), "t3": (None, 6000)}
+    for trial, params, seed in trials:
+        at, spent = runs[trial]
+        rows = island_rows([{"dt": 10.0, "best": [1, 2, 3], "evals": spent // 3}])
+        make_run(exp, trial, seed, params, {"islands": 1}, rows, solved=at is not None,
+                 episodes_to_solve=at, total_episodes=spent, test_mean=1.0)
+    text = write_report(exp).read_text()
+    assert "## MuJoCo locomotion against ARS" in text
+    # Swimmer: both solved, KM median 300 (S = 1/2 there) against ARS's 427; Hopper: one
+    # solved at 5,000, one censored at 6,000: median 5,000 against 1,973 (3x = 5,919)
+    assert re.search(r"\| Swimmer-v4 \| 2 \| 2 \| 300 \[[^]]*\] \| 427 \| 0\.70\d* \| 2/2 \|", text)
+    assert re.search(r"\| Hopper-v4 \| 2 \| 1 \| 5,000 \[[^]]*\] \| 1,973 \| 2\.53\d* \| 1/2 \|",
+                     text)
+    assert "at most ARS V2-t's on 1 of 2 tasks" in text

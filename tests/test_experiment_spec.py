@@ -19,11 +19,13 @@ from islands.experiment.names import BUDGET_FIELDS, SCALES
 from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"
-FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes")
+FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
-               "neuromod-vs-cmaes": 10}
+               "neuromod-vs-cmaes": 10, "mujoco": 25}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
 EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
+# ... and at an episode budget (MuJoCo: ARS counts episodes)
+EPISODE_BUDGETED = ("mujoco",)
 
 MERGE_YAML = """\
 name: merge
@@ -281,7 +283,7 @@ def test_every_experiment_file_loads_and_checks_at_every_scale(name, scale):
         assert t.overrides.get("time_budget") or t.overrides.get("max_evals"), t.label
 
 
-def test_the_directory_holds_exactly_the_five_experiments():
+def test_the_directory_holds_exactly_the_six_experiments():
     assert sorted(p.stem for p in EXPERIMENTS.glob("*.yaml")) == sorted(FILES)
 
 
@@ -301,6 +303,14 @@ def test_laptop_and_smoke_budgets_and_the_comment_states_them(name):
         assert m, "the comment states the laptop total as runs x <= NK evaluations"
         assert (int(m[1]), int(m[2]) * 1000) == (len(laptop), evals.pop())
         assert min(t.seed for t in laptop) >= 1000  # seeds never used to choose defaults
+        return
+    if name in EPISODE_BUDGETED:
+        episodes = {t.overrides["max_episodes"] for t in laptop}
+        assert len(episodes) == 1 and min(t.seed for t in laptop) >= 1000
+        m = re.search(r"#\s+laptop:\s+(\d+) runs[^\n]*<= (\d+)K episodes, ([\d,]+) s cap", head)
+        assert m, "the comment states the laptop total as runs x <= NK episodes, a cap"
+        assert (int(m[1]), int(m[2]) * 1000) == (len(laptop), episodes.pop())
+        assert int(m[3].replace(",", "")) == caps.pop()
         return
     assert len(laptop) * caps.pop() <= 45 * 60
     m = re.search(r"#\s+laptop:\s+(\d+) runs\s+x (\d+) s", head)

@@ -13,6 +13,7 @@ dropped. Then the answer in the research plan's terms (its section 8):
 - ``bipedal`` (8.2), ``pong`` (8.3): whether and how fast the target was reached.
 - ``worker-scaling`` (8.4): efficiency as algorithmic x system factor against 0.7x linear
   (:mod:`.scaling_report`).
+- ``mujoco``: training episodes to ARS's thresholds against ARS V2-t (:mod:`.mujoco_report`).
 - ``neuromod-vs-cmaes`` (8.5): two arms at an equal evaluation budget: log-rank test on the
   evaluations to solve, Mann-Whitney U on the final test means (no training fitness stands
   in for a missing test).
@@ -45,6 +46,7 @@ from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's t
     rate_cell,
     with_interval,
 )
+from .mujoco_report import mujoco_report
 from .results import load, param_value, per_config
 from .scaling_report import (  # noqa: F401  (the notebook and tests use them from here)
     network_scaling_report,
@@ -253,6 +255,7 @@ REPORTS: dict[str, Callable[[Context], list[str]]] = {
     "pong": pong_report,
     "worker-scaling": worker_scaling_report,
     "neuromod-vs-cmaes": neuromod_report,
+    "mujoco": mujoco_report,
 }
 
 

@@ -1,0 +1,63 @@
+"""The ``mujoco`` report: training episodes to ARS's thresholds, against ARS V2-t.
+
+H. Mania, A. Guy and B. Recht (2018), "Simple random search provides a competitive approach
+to reinforcement learning", arXiv:1803.07055, Table 1: the median number of episodes ARS
+V2-t (linear policy, state normalization, top directions) needed to reach each task's
+threshold over its seeds, on the Gym v1 tasks. islands counts *training* episodes (every
+evaluation's, and the re-evaluations of candidates and migrants); the 100-episode tests of
+candidates are counted apart. A run's episodes to threshold are those spent when the
+genome that later passed its test was found; unsolved runs are censored at the episodes
+they spent (Kaplan-Meier), never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from . import stats
+from .reporting import Context, fmt, md_table, with_interval
+from .results import ran
+
+# Table 1 of Mania et al. (2018): median episodes of ARS V2-t to the threshold (the env
+# table's targets: islands.envdefaults.MUJOCO), keyed by task name without its version.
+ARS_V2T_EPISODES = {"Swimmer": 427, "Hopper": 1973, "HalfCheetah": 1707,
+                    "Walker2d": 24000, "Ant": 20800, "Humanoid": 142600}
+
+
+def task_of(env_id: str) -> str:
+    return str(env_id).rsplit("-v", 1)[0]
+
+
+def task_row(env_id: str, runs: pd.DataFrame) -> dict:
+    """One task: runs, solved, the Kaplan-Meier median training episodes with its interval,
+    ARS V2-t's count, their ratio and how many runs solved within 3x ARS's count."""
+    spent = runs["episodes_to_solve"].where(runs["solved"], runs["total_episodes"])
+    km = stats.kaplan_meier(spent, runs["solved"].astype(bool))
+    ars = ARS_V2T_EPISODES.get(task_of(env_id), math.nan)
+    within = int((runs["solved"].astype(bool) & (spent <= 3 * ars)).sum())
+    return {"task": env_id, "runs": len(runs), "solved": int(runs["solved"].sum()),
+            "median training episodes [95% CI]": with_interval(km.median, km.low, km.high),
+            "ARS V2-t": ars, "ratio to ARS": km.median / ars,
+            "solved within 3x ARS": f"{within}/{len(runs)}",
+            "median test mean": runs["test_mean"].median()}
+
+
+def mujoco_table(results: pd.DataFrame) -> pd.DataFrame:
+    done = ran(results)
+    rows = [task_row(env, runs) for env, runs in done.groupby("env", sort=False)]
+    return pd.DataFrame(rows)
+
+
+def mujoco_report(ctx: Context) -> list[str]:
+    t = mujoco_table(ctx.results)
+    if t.empty:
+        return ["## MuJoCo locomotion against ARS", "", "No finished runs yet.", ""]
+    beat = int((t["ratio to ARS"] <= 1).sum())
+    ratios = ", ".join(f"{task} {fmt(r)}" for task, r in zip(t["task"], t["ratio to ARS"]))
+    return ["## MuJoCo locomotion against ARS", "", *md_table(t), "",
+            f"**Answer.** The median training episodes to the threshold are at most ARS "
+            f"V2-t's on {beat} of {len(t)} tasks (Kaplan-Meier medians; ARS's figures are "
+            f"its paper's, on the Gym v1 tasks; these runs use EnvPool's v4 builds). "
+            f"Ratios: {ratios}.", ""]
