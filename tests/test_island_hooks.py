@@ -122,7 +122,7 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
         assert (c.evals, c.episodes, c.immigrants, c.rejected, c.calls) == (24, 24, 2, 3, 2)
         assert {k: getattr(rep, k) for k in c.reported()} == c.reported()
         assert set(c.reported()) == {"evals", "episodes", "env_steps", "frames", "immigrants",
-                                     "rejected", "confirmations"}
+                                     "rejected", "confirmations", "screened_out"}
         assert a.get_state()["counters"] == a.info().counters == c.state_dict()
         b = island(cfg, CheckpointSpec(ck, load=True))
         try:
@@ -136,10 +136,10 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
 
 def test_counters_missing_from_an_older_checkpoint_start_at_zero():
     old = {"evals": 16, "episodes": 16, "env_steps": 300, "frames": 300, "immigrants": 1,
-           "rejected": 0, "calls": 2}  # before held_off and confirmations were counted
+           "rejected": 0, "calls": 2}  # before held_off, confirmations, screened_out
     c = Counters.from_state_dict(old)
-    assert c.held_off == c.confirmations == 0
-    assert c.state_dict() == {**old, "held_off": 0, "confirmations": 0}
+    assert c.held_off == c.confirmations == c.screened_out == 0
+    assert c.state_dict() == {**old, "held_off": 0, "confirmations": 0, "screened_out": 0}
 
 
 def _debug_exit_script(reconstructed: bool) -> str:

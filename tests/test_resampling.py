@@ -11,6 +11,7 @@ import pytest
 from island_core import island, island_cfg, row
 
 from islands.config import ConfigError, parse_args, resolve
+from islands.island.core import IslandCore
 from islands.island.resampling import (
     MIN_AGREEMENT,
     PROBE_WINDOW,
@@ -221,3 +222,21 @@ def test_bipedalwalkers_row_resamples_by_default_and_the_run_can_say_otherwise()
     assert of("--episodes-cap", "1", "--restart-patience", "50") == (1, 50)  # off
     lunar = resolve(parse_args(["--env", "LunarLander-v3"]), check_env=False)
     assert (lunar.episodes_cap, lunar.restart_patience) == (None, 50)
+
+
+def test_on_a_noisy_problem_the_ranking_probes_raise_the_episodes_per_evaluation():
+    # islands/NoisyBandit-v0: a smooth optimum under noise (std 2) as large as the reward's
+    # differences within the population, and not common to its genomes: the probes find
+    # the ranking mostly luck and the population mean flat, and the episodes double
+    cfg = resolve(parse_args([
+        "--env", "islands/NoisyBandit-v0", "--env-module", "envs.testing", "--islands", "1",
+        "--strategy", "cmaes", "--popsize", "8", "--episodes", "1", "--episodes-cap", "4",
+        "--probe-interval", "2", "--restart-patience", "1000000", "--target", "none",
+        "--backend", "gymnasium", "--policy", "mlp", "--hidden", "", "--obs-norm", "off"]))
+    core = IslandCore(plan_islands(cfg, [2.0])[0], cfg.eval_spec(), run_seed=0)
+    rows = [core.evolve(1).report for _ in range(150)]
+    assert rows[0].episodes_per_eval == 1 and rows[-1].episodes_per_eval >= 2
+    grew = next(r.generation for r in rows if r.episodes_per_eval > 1)
+    assert grew > 2 * PROBE_WINDOW  # after a window of probes, not at once
+    assert core.schedule.doublings >= 1 and "ranking probes agree" in core.schedule.why
+    core.close()

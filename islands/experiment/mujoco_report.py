@@ -55,7 +55,8 @@ def mujoco_report(ctx: Context) -> list[str]:
     if t.empty:
         return ["## MuJoCo locomotion against ARS", "", "No finished runs yet.", ""]
     beat = int((t["ratio to ARS"] <= 1).sum())
-    ratios = ", ".join(f"{task} {fmt(r)}" for task, r in zip(t["task"], t["ratio to ARS"]))
+    pairs = zip(t["task"], t["ratio to ARS"], strict=True)
+    ratios = ", ".join(f"{task} {fmt(r)}" for task, r in pairs)
     return ["## MuJoCo locomotion against ARS", "", *md_table(t), "",
             f"**Answer.** The median training episodes to the threshold are at most ARS "
             f"V2-t's on {beat} of {len(t)} tasks (Kaplan-Meier medians; ARS's figures are "

@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from . import figures, names, stats
+from .mujoco_report import mujoco_report
 from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's too)
     ALPHA,
     MIN_RUNS,
@@ -46,7 +47,6 @@ from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's t
     rate_cell,
     with_interval,
 )
-from .mujoco_report import mujoco_report
 from .results import load, param_value, per_config
 from .scaling_report import (  # noqa: F401  (the notebook and tests use them from here)
     network_scaling_report,
