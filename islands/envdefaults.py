@@ -42,13 +42,17 @@ from __future__ import annotations
 
 from typing import Any
 
-# MuJoCo locomotion (EnvPool's v4 builds): (task, strategy, sigma, ARS's reward threshold).
-# Thresholds: Table 1 of H. Mania, A. Guy and B. Recht (2018), arXiv:1803.07055.
-MUJOCO = (
-    ("Swimmer", "cmaes", 0.5, 325.0), ("Hopper", "cmaes", 0.5, 3120.0),
-    ("HalfCheetah", "cmaes", 0.5, 3430.0), ("Walker2d", "cmaes", 0.5, 4390.0),
-    ("Ant", "cmaes", 0.5, 3580.0), ("Humanoid", "sep-cmaes", 0.5, 6000.0),
-)
+# MuJoCo locomotion (EnvPool's v4 builds): task -> its row's strategy settings. Targets:
+# ARS's reward thresholds, Table 1 of H. Mania, A. Guy and B. Recht (2018), arXiv:1803.07055.
+MUJOCO = {
+    "Swimmer": dict(strategy="cmaes", sigma=0.5, target=325.0),
+    "Hopper": dict(strategy="cmaes", sigma=0.5, target=3120.0),
+    "HalfCheetah": dict(strategy="openai-es", popsize=64, sigma=0.03, target=3430.0,
+                        strategy_options={"lr": 0.02}),
+    "Walker2d": dict(strategy="cmaes", sigma=0.5, target=4390.0),
+    "Ant": dict(strategy="cmaes", sigma=0.5, target=3580.0),
+    "Humanoid": dict(strategy="sep-cmaes", sigma=0.5, target=6000.0),
+}
 
 # fmt: off
 ENV_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -79,10 +83,9 @@ ENV_DEFAULTS: dict[str, dict[str, Any]] = {
         strategy="openai-es", policy="mlp", hidden=(64, 64), popsize=256, sigma=0.02,
         episodes=1, max_episode_steps=1000, obs_norm=True, target=6000.0, generations=20000),
     # why: MuJoCo locomotion, linear policies (ARS): docs/results/env-table.md#mujoco-v4
-    **{f"{task}-v4": dict(
-        strategy=strategy, policy="mlp", hidden=(), popsize=None, sigma=sigma, episodes=1,
-        max_episode_steps=1000, obs_norm=True, target=target, generations=20000)
-       for task, strategy, sigma, target in MUJOCO},
+    **{f"{task}-v4": {**dict(
+        policy="mlp", hidden=(), popsize=None, episodes=1, max_episode_steps=1000,
+        obs_norm=True, generations=20000), **row} for task, row in MUJOCO.items()},
 }
 # why: a starting point for unknown ids: docs/results/env-table.md#any-other-id
 GENERIC: dict[str, Any] = dict(
