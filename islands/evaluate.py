@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -173,6 +174,8 @@ def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: 
 
     from envs.spaces import import_env_module
 
+    if not os.environ.get("DISPLAY"):  # MuJoCo's default (GLFW) needs one; EGL does not
+        os.environ.setdefault("MUJOCO_GL", "egl")
     env_info = sol["env"]
     import_env_module(env_info.get("env_module"))
     env_id = env_info["env_id"]
