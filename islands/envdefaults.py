@@ -51,7 +51,8 @@ MUJOCO = {
                         strategy_options={"lr": 0.02}),
     "Walker2d": dict(strategy="cmaes", sigma=0.5, target=4390.0),
     "Ant": dict(strategy="cmaes", sigma=0.5, target=3580.0),
-    "Humanoid": dict(strategy="sep-cmaes", sigma=0.5, target=6000.0),
+    "Humanoid": dict(strategy="openai-es", popsize=256, sigma=0.02, target=6000.0,
+                     strategy_options={"lr": 0.02}),
 }
 
 # fmt: off
