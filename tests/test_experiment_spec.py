@@ -173,7 +173,7 @@ BAD = [
     ("name: a b\nseeds: [0]\n", "smoke",
      "name must be letters, digits, '.', '_' or '-', got 'a b'"),
     (OK + "report: pongg\n", "smoke", "unknown report 'pongg' (did you mean 'pong'?); "
-     "allowed: generic, network-scaling, bipedal, pong, worker-scaling, neuromod-vs-cmaes"),
+     "allowed: generic, network-scaling, bipedal, pong, worker-scaling, neuromod-vs-cmaes, mujoco"),
     ("name: x\nseeds: [0]\nscales: {smoke: {}, laptop: {}, cluster: {}}\n", "huge",
      "unknown scale 'huge'; this experiment has smoke, laptop, cluster"),
     ("name: x\nseeds: [0]\n", "laptop", "unknown scale 'laptop'; this experiment has no scales"),
