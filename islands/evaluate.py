@@ -23,6 +23,7 @@ import numpy as np
 
 from envs.spec import EvalSpec
 
+from .envdefaults import MUJOCO
 from .seeds import TEST_SEED_BASE
 
 
@@ -187,6 +188,8 @@ def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: 
                                                     noop_max=30)
         env = gymnasium.wrappers.FrameStackObservation(env, 4)
     else:
+        if env_id.rsplit("-v", 1)[0] in MUJOCO and not {"camera_id", "camera_name"} & set(kwargs):
+            kwargs["camera_name"] = "track"  # the model's camera that follows the body
         env = gymnasium.make(env_id, render_mode="rgb_array",
                              max_episode_steps=env_info.get("max_episode_steps"), **kwargs)
     ctrl = Controller(sol)
@@ -194,7 +197,8 @@ def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: 
     frames, total, steps, done = [], 0.0, 0, False
     while not done:
         if len(frames) < max_frames:
-            frames.append(Image.fromarray(env.render()))
+            # a copy: a renderer may hand back the same buffer every frame (MuJoCo does)
+            frames.append(Image.fromarray(np.array(env.render())))
         obs, r, term, trunc, _ = env.step(ctrl(obs))
         total += float(r)
         steps += 1
