@@ -197,8 +197,7 @@ def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: 
     frames, total, steps, done = [], 0.0, 0, False
     while not done:
         if len(frames) < max_frames:
-            # a copy: a renderer may hand back the same buffer every frame (MuJoCo does)
-            frames.append(Image.fromarray(np.array(env.render())))
+            frames.append(Image.fromarray(env.render()))
         obs, r, term, trunc, _ = env.step(ctrl(obs))
         total += float(r)
         steps += 1
