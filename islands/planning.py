@@ -47,6 +47,8 @@ class IslandSpec:
     # episodes per evaluation double on stagnation up to this (None: fixed; resampling.py)
     episodes_cap: int | None = None
     probe_interval: int = 0  # ... and on ranking probes every this many generations (0: off)
+    # subtracted from every training step's reward (a survival bonus removed; island/core.py)
+    reward_shift: float = 0.0
     # immigrants re-evaluated on this many fresh episodes beside the center (0: not; screen.py)
     migrant_episodes: int = 0
 
@@ -164,7 +166,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         resources=dict(s.get("resources", cfg.resources_per_island) or {}),
         slowdown_s=float(s.get("slowdown_s", 0.0)),
         emigrants=max(1, cfg.migrants),
-        candidate_threshold=None if cfg.target is None else float(cfg.target),
+        candidate_threshold=candidate_threshold(cfg),
         confirm_episodes=int(cfg.confirm_episodes),
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
                               if cfg.debug_exit_island == i else None),
@@ -173,7 +175,19 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         episodes_cap=None if cfg.episodes_cap is None else int(cfg.episodes_cap),
         probe_interval=int(cfg.probe_interval),
         migrant_episodes=int(cfg.migrant_episodes),
+        reward_shift=float(cfg.reward_shift or 0.0),
     )
+
+
+def candidate_threshold(cfg) -> float | None:
+    """The training fitness at which an island offers candidates: the target, less the
+    reward shift of a whole episode (a genome whose returns reach the target has at least
+    this shifted fitness, whatever its episodes' lengths; confirmation and the test then
+    judge it on its own returns)."""
+    if cfg.target is None:
+        return None
+    shift = float(cfg.reward_shift or 0.0)
+    return float(cfg.target) - (shift * cfg.max_episode_steps if shift else 0.0)
 
 
 def check_resources(plan: list[IslandSpec], nodes: list[dict[str, float]]) -> None:

@@ -19,7 +19,7 @@ _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations
              "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
              "restart_patience", "episodes_cap", "islands_per_process", "wait_for_nodes")
 _NON_NEGATIVE = ("migrants", "confirm_episodes", "checkpoint_interval", "checkpoint_seconds",
-                 "probe_interval", "migrant_episodes")
+                 "probe_interval", "migrant_episodes", "reward_shift")
 
 
 def check(c: Config) -> None:
@@ -57,6 +57,10 @@ def check_sizes(c: Config) -> None:
     if c.episodes_cap is not None and c.episodes is not None and c.episodes_cap < c.episodes:
         raise ConfigError(f"--episodes-cap ({c.episodes_cap}) must be at least --episodes "
                           f"({c.episodes})")
+    if c.reward_shift and c.max_episode_steps is None:
+        raise ConfigError("--reward-shift needs --max-episode-steps (a candidate's training "
+                          "fitness is compared with the target less the shift of a full "
+                          "episode)")
     if c.popsize is not None and c.popsize < 2:
         raise ConfigError(f"--popsize must be at least 2, got {c.popsize}")
     if c.island_specs is not None and len(c.island_specs) != c.islands:

@@ -54,6 +54,8 @@ def _fill_env_defaults(c: Config) -> None:
         c.restart_patience = row.get("restart_patience", DEFAULT_PATIENCE)
     if c.episodes_cap is None and row.get("episodes_cap"):  # never below the episodes set
         c.episodes_cap = max(int(row["episodes_cap"]), int(c.episodes))
+    if c.reward_shift is None:
+        c.reward_shift = float(row.get("reward_shift", 0.0))
     if c.migrant_episodes is None:
         c.migrant_episodes = int(row.get("migrant_episodes", 0))
     if c.target == "auto":

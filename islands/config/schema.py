@@ -115,6 +115,11 @@ class Config:
         "episodes, and double the episodes when the two rankings agree less than 0.5 "
         "(Spearman, over 3 probes) while the population mean stays flat (0: no probes; "
         "experimental, see islands/island/resampling.py)", "int", metavar="G")
+    reward_shift: float | None = _opt(
+        None, "subtract S from every training step's reward: a survival bonus removed from "
+        "the fitness, as ARS trains Hopper, Walker2d, Ant (S = 1) and Humanoid (S = 5); tests "
+        "and candidates' confirmations use the task's own returns; needs "
+        "--max-episode-steps; default: env table, else 0", "optfloat", metavar="S")
     migrant_episodes: int | None = _opt(
         None, "re-evaluate every immigrant and the receiving island's search center on N "
         "fresh episodes and inject only the immigrants that beat the center there (0: inject "

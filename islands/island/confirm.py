@@ -93,7 +93,7 @@ class Confirmation(Hook):
         """Mean returns of the rows of ``X`` over ``n`` fresh training episodes and their
         standard errors (infinite for a single episode: nothing known)."""
         R = island.reevaluate(X, n, confirm_seed(island.run_seed, island.index,
-                                                 island.generation))
+                                                 island.generation), shifted=False)
         island.counters.confirmations += len(X)
         mean = R.mean(axis=1)
         se = (R.std(axis=1, ddof=1) / np.sqrt(R.shape[1]) if R.shape[1] > 1

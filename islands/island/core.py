@@ -119,11 +119,15 @@ class IslandCore:
         self.evaluator.episodes = int(n)
         self.evaluator.restart_episodes()  # the pool's lanes follow the new count
 
-    def reevaluate(self, X: np.ndarray, n: int, seed: int) -> np.ndarray:
+    def reevaluate(self, X: np.ndarray, n: int, seed: int, shifted: bool = True
+                   ) -> np.ndarray:
         """``R[row, episode]``: the rows of ``X`` over ``n`` fresh episodes from ``seed``
-        (confirm.Reevaluator); they count in the island's episodes and env steps."""
+        (confirm.Reevaluator), as training fitness (``shifted``: less the reward shift) or
+        as the task's own returns; they count in the island's episodes and env steps."""
         R, res = self.reevaluator(X, n, seed, self.evaluator.obs_stats)
         self.counters.count(res)
+        if shifted and self.spec.reward_shift:
+            R = R - self.spec.reward_shift * np.asarray(res.lengths).reshape(R.shape)
         return R
 
     # ---- migration and statistics ----------------------------------------------------
@@ -202,7 +206,10 @@ class IslandCore:
         """The training evaluation of population ``X`` (seeded by the island's generation)."""
         res = self.evaluator.evaluate(
             X, seed=train_seed(self.run_seed, self.index, self.generation))
-        return Generation(X, np.asarray(res.fitness, dtype=np.float64).reshape(-1), res)
+        f = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
+        if self.spec.reward_shift:  # ARS's survival bonus removed: the mean episode's steps
+            f = f - self.spec.reward_shift * np.asarray(res.lengths).reshape(len(f), -1).mean(1)
+        return Generation(X, f, res)
 
     def _count(self, gen: Generation) -> None:
         self.counters.count(gen.result, evals=len(gen.fitness))
