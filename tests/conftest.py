@@ -89,6 +89,8 @@ CLI_ARGS = (
     # restarts end to end: a window of 2 generations fires within the 20 (CartPole's
     # returns flatten at the 200-step limit), so the outputs carry strategy restarts
     "--restart", "hof", "--restart-patience", "2",
+    # immigrants screened by the receiver on 2 fresh episodes beside its center
+    "--migrant-episodes", "2",
 )
 
 

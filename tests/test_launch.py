@@ -68,6 +68,10 @@ def test_cli_run_writes_every_file_with_documented_columns(cli_run):
     assert summary["total_evals"] == int(df.groupby("island").evals.max().sum())
     assert summary["stop_reason"] == "generations"
     assert summary["island_restarts"] == [0, 0]  # no process died
+    # screened migrants: some in, and every one counted either way, in both files
+    last = df.groupby("island").last()
+    assert summary["immigrants"] == int(last.immigrants.sum()) > 0
+    assert summary["immigrants_screened_out"] == int(last.screened_out.sum())
     restarts = [int(df[df.island == i].restarts.iloc[-1]) for i in (0, 1)]
     assert summary["strategy_restarts"] == restarts and sum(restarts) >= 1, restarts
 
