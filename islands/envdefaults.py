@@ -95,6 +95,12 @@ GENERIC: dict[str, Any] = dict(
 # fmt: on
 
 
+def mujoco_task(env_id: str) -> str | None:
+    """The MuJoCo task of ``env_id`` (``"Hopper"`` for ``"Hopper-v4"``), None for others."""
+    task = str(env_id).rsplit("-v", 1)[0]
+    return task if task in MUJOCO else None
+
+
 def env_defaults(env_id: str) -> dict[str, Any]:
     """The table row for ``env_id`` (the generic row for ids not in the table)."""
     return dict(ENV_DEFAULTS.get(env_id, GENERIC))

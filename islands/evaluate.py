@@ -23,7 +23,7 @@ import numpy as np
 
 from envs.spec import EvalSpec
 
-from .envdefaults import MUJOCO
+from .envdefaults import mujoco_task
 from .seeds import TEST_SEED_BASE
 
 
@@ -188,7 +188,7 @@ def render_gif(sol: dict[str, Any], path: str, seed: int = TEST_SEED_BASE, fps: 
                                                     noop_max=30)
         env = gymnasium.wrappers.FrameStackObservation(env, 4)
     else:
-        if env_id.rsplit("-v", 1)[0] in MUJOCO and not {"camera_id", "camera_name"} & set(kwargs):
+        if mujoco_task(env_id) and not {"camera_id", "camera_name"} & set(kwargs):
             kwargs["camera_name"] = "track"  # the model's camera that follows the body
         env = gymnasium.make(env_id, render_mode="rgb_array",
                              max_episode_steps=env_info.get("max_episode_steps"), **kwargs)

@@ -89,10 +89,14 @@ def test_a_hook_that_changes_the_fitness_before_tell_changes_what_the_strategy_l
         shifted.close()
 
 
+def checkpointing(tmp_path):
+    """(config, checkpoint directory, an island checkpointing there every generation)."""
+    cfg, ck = island_cfg(), str(tmp_path / "ck")
+    return cfg, ck, island(cfg, CheckpointSpec(ck, interval=1))
+
+
 def test_a_hooks_state_goes_into_the_checkpoint_and_comes_back(tmp_path):
-    cfg = island_cfg()
-    ck = str(tmp_path / "ck")
-    a = island(cfg, CheckpointSpec(ck, interval=1))
+    cfg, ck, a = checkpointing(tmp_path)
     try:
         a.hooks.append(Recorder())
         a.evolve(2)
@@ -110,9 +114,7 @@ def test_a_hooks_state_goes_into_the_checkpoint_and_comes_back(tmp_path):
 
 
 def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_path):
-    cfg = island_cfg()
-    ck = str(tmp_path / "ck")
-    a = island(cfg, CheckpointSpec(ck, interval=1))
+    cfg, ck, a = checkpointing(tmp_path)
     try:
         good = Emigrants(np.full((2, a.dim), 0.1), np.array([50.0, 40.0]), source=1)
         bad = Emigrants(np.zeros((3, a.dim + 1)), np.zeros(3), source=2)

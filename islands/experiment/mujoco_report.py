@@ -16,6 +16,7 @@ import math
 
 import pandas as pd
 
+from ..envdefaults import mujoco_task
 from . import stats
 from .reporting import Context, fmt, md_table, with_interval
 from .results import ran
@@ -26,16 +27,12 @@ ARS_V2T_EPISODES = {"Swimmer": 427, "Hopper": 1973, "HalfCheetah": 1707,
                     "Walker2d": 24000, "Ant": 20800, "Humanoid": 142600}
 
 
-def task_of(env_id: str) -> str:
-    return str(env_id).rsplit("-v", 1)[0]
-
-
 def task_row(env_id: str, runs: pd.DataFrame) -> dict:
     """One task: runs, solved, the Kaplan-Meier median training episodes with its interval,
     ARS V2-t's count, their ratio and how many runs solved within 3x ARS's count."""
     spent = runs["episodes_to_solve"].where(runs["solved"], runs["total_episodes"])
     km = stats.kaplan_meier(spent, runs["solved"].astype(bool))
-    ars = ARS_V2T_EPISODES.get(task_of(env_id), math.nan)
+    ars = ARS_V2T_EPISODES.get(mujoco_task(env_id), math.nan)
     within = int((runs["solved"].astype(bool) & (spent <= 3 * ars)).sum())
     return {"task": env_id, "runs": len(runs), "solved": int(runs["solved"].sum()),
             "median training episodes [95% CI]": with_interval(km.median, km.low, km.high),
