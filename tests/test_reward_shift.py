@@ -1,6 +1,6 @@
 """The training reward shift (``--reward-shift S``, ARS's removal of the survival bonus)
 without Ray: training fitness is the return less S per step; confirmations of candidates
-see the task's own returns; the candidate threshold drops by a full episode's shift.
+see the task's own returns, and so does the candidate threshold.
 CartPole through the Gymnasium backend (tests/island_core.py), episodes of at most 100
 steps."""
 
@@ -12,6 +12,7 @@ from island_core import island, island_cfg
 
 from islands.config import ConfigError, parse_args, resolve
 from islands.island.confirm import Confirmation
+from islands.island.hooks import Elite
 from islands.planning import plan_islands
 from islands.seeds import confirm_seed
 
@@ -30,18 +31,29 @@ def test_training_fitness_is_the_return_less_the_shift_per_step():
     assert np.allclose(Confirmation.confirm(shifted, X[:2], 2)[0], own)
 
 
-def test_the_candidate_threshold_drops_by_a_full_episodes_shift():
+def test_candidates_are_offered_on_the_task_s_own_returns():
     cfg = resolve(parse_args(["--env", "Hopper-v4", "--reward-shift", "1"]))
-    assert cfg.max_episode_steps == 1000 and cfg.target == 3120
-    assert plan_islands(cfg, [2.0])[0].candidate_threshold == 3120 - 1000
-    plain = resolve(parse_args(["--env", "Hopper-v4"]))
-    assert plain.reward_shift == 0 and plan_islands(plain, [2.0])[0].candidate_threshold == 3120
+    assert cfg.target == 3120 and plan_islands(cfg, [2.0])[0].candidate_threshold == 3120
+    # a CartPole island with target 50, its training fitness shifted by 0.5 per step
+    core = island(island_cfg(reward_shift=0.5, target=50.0, confirm_episodes=0))
+    X = core.strategy.ask()
+    gen = core._evaluate(X)
+    assert np.allclose(gen.returns - gen.fitness,
+                       0.5 * np.asarray(gen.result.lengths).reshape(len(X), -1).mean(1))
+    elite = Elite(2, core.dim)  # keeps the best by shifted fitness, with their returns
+    elite.add(gen.X, gen.fitness, gen.returns)
+    best = np.argsort(-gen.fitness, kind="stable")[:2]
+    assert np.array_equal(elite.r, gen.returns[best])
+    # a sample whose shifted fitness is below the target but whose return reaches it is
+    # offered at its return; one whose return falls short is not
+    elite.x, elite.f, elite.r = X[:1], np.array([40.0]), np.array([80.0])
+    assert [o.fitness for o in Confirmation(0).offers(core, elite)] == [80.0, 80.0]
+    elite.r = np.array([45.0])
+    assert Confirmation(0).offers(core, elite) == []
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--reward-shift", "-1"], "--reward-shift must be non-negative, got -1"),
-    (["--env", "islands/LineWorld-v0", "--env-module", "envs.testing", "--reward-shift", "1"],
-     "--reward-shift needs --max-episode-steps"),
 ])
 def test_bad_shifts_get_one_line(argv, message):
     with pytest.raises(ConfigError, match=message):

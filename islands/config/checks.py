@@ -57,10 +57,6 @@ def check_sizes(c: Config) -> None:
     if c.episodes_cap is not None and c.episodes is not None and c.episodes_cap < c.episodes:
         raise ConfigError(f"--episodes-cap ({c.episodes_cap}) must be at least --episodes "
                           f"({c.episodes})")
-    if c.reward_shift and c.max_episode_steps is None:
-        raise ConfigError("--reward-shift needs --max-episode-steps (a candidate's training "
-                          "fitness is compared with the target less the shift of a full "
-                          "episode)")
     if c.popsize is not None and c.popsize < 2:
         raise ConfigError(f"--popsize must be at least 2, got {c.popsize}")
     if c.island_specs is not None and len(c.island_specs) != c.islands:

@@ -118,8 +118,8 @@ class Config:
     reward_shift: float | None = _opt(
         None, "subtract S from every training step's reward: a survival bonus removed from "
         "the fitness, as ARS trains Hopper, Walker2d, Ant (S = 1) and Humanoid (S = 5); tests "
-        "and candidates' confirmations use the task's own returns; needs "
-        "--max-episode-steps; default: env table, else 0", "optfloat", metavar="S")
+        "and candidates (offered and confirmed) use the task's own returns; default: env "
+        "table, else 0", "optfloat", metavar="S")
     migrant_episodes: int | None = _opt(
         None, "re-evaluate every immigrant and the receiving island's search center on N "
         "fresh episodes and inject only the immigrants that beat the center there (0: inject "

@@ -59,7 +59,8 @@ class Reevaluator:
 
 class Confirmation(Hook):
     """After a call that wants offers: the offers of its best sample and the search center
-    once the sample reached the island's ``candidate_threshold`` (None: never),
+    once the sample's own returns (not a reward-shifted fitness) reached the island's
+    ``candidate_threshold`` (None: never),
     re-evaluated on ``episodes`` fresh episodes (0, or an island without a reevaluator: as
     measured in training)."""
 
@@ -71,13 +72,13 @@ class Confirmation(Hook):
             call.offers = self.offers(island, call.elite)
 
     def offers(self, island, elite: Elite) -> list[CandidateOffer]:
-        t = island.candidate_threshold
-        if t is None or not elite.f.size or elite.f.max() < t:
+        t = island.candidate_threshold  # on the task's own returns, not a shifted fitness
+        if t is None or not elite.r.size or elite.r[0] < t:
             return []
         center = island.strategy.center
         if island.strategy.generation == 0 and island.runs.last_center is not None:
             center = island.runs.last_center  # the run that just ended made the sample
-        f = float(elite.f[0])
+        f = float(elite.r[0])
         offers = [CandidateOffer("sample", np.array(elite.x[0]), f),
                   CandidateOffer("center", np.array(center, dtype=np.float64), f)]
         n = self.episodes

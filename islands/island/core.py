@@ -187,7 +187,7 @@ class IslandCore:
             self.strategy.tell(gen.fitness)
             self._count(gen)
             self._run_hooks("after_generation", gen)
-            call.elite.add(gen.X, gen.fitness)
+            call.elite.add(gen.X, gen.fitness, gen.returns)
         self.counters.calls += 1
         self._run_hooks("after_call", call)
         report = self._report(call, time.perf_counter() - t_call)
@@ -207,9 +207,11 @@ class IslandCore:
         res = self.evaluator.evaluate(
             X, seed=train_seed(self.run_seed, self.index, self.generation))
         f = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
-        if self.spec.reward_shift:  # ARS's survival bonus removed: the mean episode's steps
-            f = f - self.spec.reward_shift * np.asarray(res.lengths).reshape(len(f), -1).mean(1)
-        return Generation(X, f, res)
+        if not self.spec.reward_shift:
+            return Generation(X, f, res)
+        # ARS's survival bonus removed: S per step of the genome's mean episode
+        steps = np.asarray(res.lengths, dtype=np.float64).reshape(len(f), -1).mean(1)
+        return Generation(X, f - self.spec.reward_shift * steps, res, returns=f)
 
     def _count(self, gen: Generation) -> None:
         self.counters.count(gen.result, evals=len(gen.fitness))

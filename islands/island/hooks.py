@@ -40,26 +40,31 @@ log = logging.getLogger("islands.island")
 @dataclass
 class Generation:
     """One generation as the hooks see it: the population, the fitness the strategy is told
-    and the training evaluation (an ``envs.EvalResult``); ``halves``: a probe generation's
-    two evaluations (set by the ranking probes)."""
+    and the training evaluation (an ``envs.EvalResult``); ``returns``: the task's own mean
+    returns (the fitness before a reward shift; None: the same as ``fitness``); ``halves``:
+    a probe generation's two evaluations (set by the ranking probes)."""
 
     X: np.ndarray
     fitness: np.ndarray
     result: Any
+    returns: np.ndarray | None = None
     halves: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class Elite:
-    """The best ``n`` genomes seen during one call, by measured fitness."""
+    """The best ``n`` genomes seen during one call, by measured fitness, with their own
+    returns ``r`` (the same as ``f`` unless a reward shift sets them apart)."""
 
     def __init__(self, n: int, dim: int) -> None:
-        self.n, self.x, self.f = n, np.zeros((0, dim)), np.zeros(0)
+        self.n, self.x, self.f, self.r = n, np.zeros((0, dim)), np.zeros(0), np.zeros(0)
 
-    def add(self, X: np.ndarray, fit: np.ndarray) -> None:
+    def add(self, X: np.ndarray, fit: np.ndarray, returns: np.ndarray | None = None) -> None:
+        returns = fit if returns is None else returns
         ok = np.isfinite(fit)
         x, f = np.concatenate([self.x, X[ok]]), np.concatenate([self.f, fit[ok]])
+        r = np.concatenate([self.r, returns[ok]])
         top = np.argsort(-f, kind="stable")[: self.n]
-        self.x, self.f = x[top], f[top]
+        self.x, self.f, self.r = x[top], f[top], r[top]
 
 
 @dataclass
