@@ -6,6 +6,7 @@ strategy maximizes fitness; defaults are documented in each strategy's module.
 
 from __future__ import annotations
 
+from .ars import ARS
 from .base import Strategy
 from .cmaes import CMAES
 from .ga import GA
@@ -19,6 +20,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "openai-es": OpenAIES,
     "openai-es-nt": OpenAIESNT,
     "ga": GA,
+    "ars": ARS,
 }
 
 
@@ -33,4 +35,5 @@ def make(name: str, dim: int, popsize=None, sigma=None, seed: int = 0, x0=None, 
     return cls(dim, popsize=popsize, sigma=sigma, seed=seed, x0=x0, **options)
 
 
-__all__ = ["STRATEGIES", "Strategy", "make", "CMAES", "SepCMAES", "OpenAIES", "OpenAIESNT", "GA"]
+__all__ = ["STRATEGIES", "Strategy", "make", "CMAES", "SepCMAES", "OpenAIES", "OpenAIESNT", "GA",
+           "ARS"]
