@@ -44,15 +44,20 @@ from typing import Any
 
 # MuJoCo locomotion (EnvPool's v4 builds): task -> its row's strategy settings. Targets:
 # ARS's reward thresholds, Table 1 of H. Mania, A. Guy and B. Recht (2018), arXiv:1803.07055.
+# The "ars" rows run ARS V2-t with that paper's own settings for the task (popsize = 2N
+# directions, sigma = nu, lr = alpha, top = b, reward_shift = its survival-bonus shift).
 MUJOCO = {
     "Swimmer": dict(strategy="cmaes", sigma=0.5, target=325.0),
-    "Hopper": dict(strategy="cmaes", sigma=0.5, target=3120.0),
-    "HalfCheetah": dict(strategy="openai-es", popsize=64, sigma=0.03, target=3430.0,
-                        strategy_options={"lr": 0.02}),
-    "Walker2d": dict(strategy="cmaes", sigma=0.5, target=4390.0),
-    "Ant": dict(strategy="cmaes", sigma=0.5, target=3580.0),
-    "Humanoid": dict(strategy="openai-es", popsize=256, sigma=0.02, target=6000.0,
-                     strategy_options={"lr": 0.02}),
+    "Hopper": dict(strategy="ars", popsize=16, sigma=0.025, target=3120.0, reward_shift=1.0,
+                   strategy_options={"lr": 0.01, "top": 4}),
+    "HalfCheetah": dict(strategy="ars", popsize=64, sigma=0.03, target=3430.0,
+                        strategy_options={"lr": 0.02, "top": 4}),
+    "Walker2d": dict(strategy="ars", popsize=80, sigma=0.01, target=4390.0, reward_shift=1.0,
+                     strategy_options={"lr": 0.025, "top": 30}),
+    "Ant": dict(strategy="ars", popsize=120, sigma=0.025, target=3580.0, reward_shift=1.0,
+                strategy_options={"lr": 0.015, "top": 20}),
+    "Humanoid": dict(strategy="ars", popsize=460, sigma=0.0075, target=6000.0,
+                     reward_shift=5.0, strategy_options={"lr": 0.02, "top": 230}),
 }
 
 # fmt: off

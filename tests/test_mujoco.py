@@ -52,3 +52,24 @@ def test_gymnasiums_mujoco_envs_run_through_the_gymnasium_backend():
     assert ev.backend == "gymnasium" and ev.num_params == 11 * 3 + 3
     assert np.isfinite(res.fitness).all()
     assert (res.lengths <= 20).all()
+
+
+def test_the_ars_rows_build_arss_own_strategy_settings():
+    """Hopper's row: ARS V2-t with the paper's Hopper settings (N = 8 directions, top 4,
+    nu 0.025, alpha 0.01, survival bonus removed), as the island's strategy sees them."""
+    from islands.island.core import IslandCore
+    from islands.planning import plan_islands
+
+    cfg = resolve(parse_args(["--env", "Hopper-v4"]))
+    assert cfg.reward_shift == 1.0
+    spec = plan_islands(cfg, [2.0])[0]
+    core = IslandCore(spec, cfg.eval_spec(), run_seed=0)
+    try:
+        s = core.strategy
+        assert (s.name, s.popsize, s.sigma, s.hp) == ("ars", 16, 0.025, {"lr": 0.01, "top": 4})
+    finally:
+        core.close()
+    # every ars row keeps top within its directions (the strategy would refuse it)
+    for task, row in MUJOCO.items():
+        if row["strategy"] == "ars":
+            assert 1 <= row["strategy_options"]["top"] <= row["popsize"] // 2, task
