@@ -166,7 +166,8 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         resources=dict(s.get("resources", cfg.resources_per_island) or {}),
         slowdown_s=float(s.get("slowdown_s", 0.0)),
         emigrants=max(1, cfg.migrants),
-        candidate_threshold=candidate_threshold(cfg),
+        # candidates are judged on their own returns, so a reward shift never moves it
+        candidate_threshold=None if cfg.target is None else float(cfg.target),
         confirm_episodes=int(cfg.confirm_episodes),
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
                               if cfg.debug_exit_island == i else None),
@@ -177,14 +178,6 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         migrant_episodes=int(cfg.migrant_episodes),
         reward_shift=float(cfg.reward_shift or 0.0),
     )
-
-
-def candidate_threshold(cfg) -> float | None:
-    """The mean return at which an island offers candidates: the target. A reward shift
-    does not move it: the island compares its best sample's own returns, not the shifted
-    fitness (a threshold lowered by a whole episode's shift sent Hopper's surviving but
-    slow genomes to confirmation: 840 of 3,360 episodes, docs/results/mujoco.md)."""
-    return None if cfg.target is None else float(cfg.target)
 
 
 def check_resources(plan: list[IslandSpec], nodes: list[dict[str, float]]) -> None:

@@ -71,23 +71,19 @@ class ARS(OpenAIES):
     def _recenter(self, x: np.ndarray) -> None:
         self.theta = np.array(x, dtype=np.float64)
 
-    def tell(self, fitness) -> None:
-        # which returns were measured: the base class ranks a broken one (NaN, inf) just
-        # below the worst, a value that would enter ARS's step and spread as if it were one
-        self._measured = np.isfinite(np.asarray(fitness, dtype=np.float64).reshape(-1))
-        super().tell(fitness)
-
     def _tell(self, X, f: np.ndarray) -> None:
         if self._stale:  # asked around a theta a migrant has replaced since: dropped
             self._stale = False
             return
         h = self.popsize // 2
         plus, minus = f[:h], f[h:]
-        pairs = np.flatnonzero(self._measured[:h] & self._measured[h:])  # both sides seen
+        # a broken return (NaN, inf) is ranked "worst - 1" by the base class, a value that
+        # would enter the step and the spread as if measured: only pairs seen on both sides
+        pairs = np.flatnonzero(self.measured[:h] & self.measured[h:])
         b = min(int(self.hp["top"]), len(pairs))
-        keep = pairs[np.argsort(-np.maximum(plus, minus)[pairs], kind="stable")[:b]]
         if not b:
             return
+        keep = pairs[np.argsort(-np.maximum(plus, minus)[pairs], kind="stable")[:b]]
         spread = np.concatenate([plus[keep], minus[keep]]).std()
         if not spread > 0:  # every kept return equal: no direction is better than another
             return

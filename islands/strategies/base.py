@@ -123,6 +123,7 @@ class Strategy(ABC):
         if raw.shape != (self.popsize,):
             raise ValueError(f"fitness must have shape ({self.popsize},), got {raw.shape}")
         f = sanitize_fitness(raw)
+        self.measured = np.isfinite(raw)  # rows ranked last as broken, not measured (ars)
         i = int(np.argmax(f))
         if np.isfinite(raw[i]) and f[i] > self._best_f:
             self._best_f, self._best_x = float(f[i]), self._asked_row(i)
