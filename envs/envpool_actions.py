@@ -57,18 +57,24 @@ class Actions:
         self.pinned = ev.pinned
         if self.pinned:
             t_dtype = torch.from_numpy(np.empty(0, dtype=ev._obs_dtype)).dtype
-            host = torch.zeros((S, *ev.obs_shape), dtype=t_dtype, pin_memory=True)
-            self.obs_buf = host.numpy()
+            self.obs_host = torch.zeros((S, *ev.obs_shape), dtype=t_dtype, pin_memory=True)
+            self.obs_buf = self.obs_host.numpy()
             # gathered rows (some individuals done) are staged here, pinned too
             self.stage = torch.empty((P, m, *ev.obs_shape), dtype=t_dtype, pin_memory=True)
         else:
             self.obs_buf = np.zeros((S, *ev.obs_shape), dtype=ev._obs_dtype)
+            self.obs_host = self.stage = torch.from_numpy(self.obs_buf)
         self.obs_np_grid = self.obs_buf.reshape(P, m, *ev.obs_shape)
         self.obs_grid = torch.from_numpy(self.obs_buf).view(P, m, *ev.obs_shape)
         self.pstate = self.pol.initial_state(P, m, self.dev)
         # The policy's fast path for this call's parameters (None: ``act`` every round).
         self.actor = (self.pol.actor(params_t, self.mean, self.std)
                       if self.pstate is None and ev.fast_actor else None)
+
+    def buffers_pinned(self) -> bool:
+        """Whether the host buffers observations go to the device from are page-locked, as
+        torch sees them (``Tensor.is_pinned``), not as asked for."""
+        return bool(self.obs_host.is_pinned() and self.stage.is_pinned())
 
     def plan(self, a: int, b: int) -> Plan:
         """The plan of individuals ``a..b-1`` for the current ``version`` (cached)."""

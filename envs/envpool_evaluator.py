@@ -178,6 +178,7 @@ class EnvPoolEvaluator(PopulationEvaluator):
         extra = {"num_envs": book.S, "lanes": book.m, "rounds": book.rounds,
                  "resets": book.n_resets, "burned_resets": burned,
                  "pools_built": self.pools_built, "low_level_io": self._io.fast,
-                 "fast_actor": run.actions.actor is not None}
+                 "fast_actor": run.actions.actor is not None,
+                 "pinned_obs": run.actions.buffers_pinned()}
         return self._result(book.returns, book.lengths, book.broken, book.steps, book.steps,
                             t0, run.actions.moments, extra)

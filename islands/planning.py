@@ -51,6 +51,7 @@ class IslandSpec:
     reward_shift: float = 0.0
     # immigrants re-evaluated on this many fresh episodes beside the center (0: not; screen.py)
     migrant_episodes: int = 0
+    backend: str | None = None  # this island's evaluator backend (None: the run's)
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -177,6 +178,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         probe_interval=int(cfg.probe_interval),
         migrant_episodes=int(cfg.migrant_episodes),
         reward_shift=float(cfg.reward_shift or 0.0),
+        backend=s.get("backend"),
     )
 
 

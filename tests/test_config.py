@@ -120,7 +120,7 @@ def test_hidden_linear_asks_for_a_policy_without_hidden_layers():
      "'{\"strategy\": \"ga\"}'"),
     (["--island-specs", '[{"strategy": "ga", "popsize2": 4}]'], "--island-specs: entry 0 has "
      "unknown key 'popsize2'; allowed: strategy, popsize, sigma, options, episodes, num_cpus, "
-     "num_gpus, resources, slowdown_s, restart"),
+     "num_gpus, resources, slowdown_s, restart, backend"),
     (["--island-specs", "[3]"], "--island-specs: entry 0 must be a mapping, got 3"),
 ])
 def test_bad_values_give_one_line_naming_the_flag(argv, message):

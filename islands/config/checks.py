@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 
+from envs import BACKENDS
 from policies import POLICIES, check_options
 
 from .. import topology as topo
@@ -98,6 +99,20 @@ def check_island_specs(c: Config) -> None:
         if "restart" in spec and spec["restart"] not in RESTART_POLICIES:
             raise ConfigError(f"island_specs[{i}].restart must be one of "
                               f"{', '.join(RESTART_POLICIES)}, got {spec['restart']!r}")
+        if "backend" in spec and spec["backend"] not in BACKENDS:
+            raise ConfigError(f"island_specs[{i}].backend must be one of "
+                              f"{', '.join(BACKENDS)}, got {spec['backend']!r}")
+        _no_device_option(spec.get("options") or {}, f"island_specs[{i}].options")
+    _no_device_option(c.strategy_options, "--strategy-options")
+
+
+def _no_device_option(options: dict, where: str) -> None:
+    """A strategy's device is its island's (islands.island.core), never an option: one
+    ``device`` for every island would put CPU islands on a GPU, or GPU islands on the host."""
+    if "device" in options:
+        raise ConfigError(f"{where}: 'device' is set per island, not as a strategy option "
+                          "(an island with a GPU, from --gpus-per-island or its num_gpus, "
+                          "runs openai-es-nt there)")
 
 
 def check_policy(c: Config) -> None:

@@ -24,7 +24,7 @@ DEVICES = ("auto", "cpu", "cuda")
 # Keys an entry of ``island_specs`` may set (all optional).
 ISLAND_SPEC_KEYS = (
     "strategy", "popsize", "sigma", "options", "episodes", "num_cpus", "num_gpus",
-    "resources", "slowdown_s", "restart",
+    "resources", "slowdown_s", "restart", "backend",
 )
 
 

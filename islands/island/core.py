@@ -32,6 +32,7 @@ from ..messages import Emigrants, EvolveResult, IslandInfo, IslandReport
 from ..persistence.checkpointing import CheckpointClock, CheckpointSpec
 from ..planning import IslandSpec
 from ..seeds import strategy_seed, train_seed
+from ..strategies.noise_table import resolve_device
 from .confirm import Confirmation, Reevaluator
 from .counters import Counters, ObsDelta, peak_rss_mb
 from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
@@ -52,6 +53,8 @@ class IslandCore:
         self.spec, self.index, self.run_seed = spec, int(spec.index), int(run_seed)
         self.candidate_threshold = spec.candidate_threshold  # confirm.Confirmation
         self.device, self.num_threads = device, int(num_threads)
+        if eval_spec is not None and spec.backend:
+            eval_spec = eval_spec.replace(backend=spec.backend)  # this island's own backend
         self.evaluator = evaluator or eval_spec.replace(episodes=spec.episodes).build(
             num_threads=self.num_threads, device=device)
         # re-evaluations (candidates, ranking probes); none without an eval_spec
@@ -60,7 +63,8 @@ class IslandCore:
         self.dim = int(self.evaluator.num_params)
         seed = strategy_seed(self.run_seed, self.index)
         x0 = self.evaluator.policy.init_params(np.random.default_rng(seed))
-        make = functools.partial(strategies.make, spec.strategy, self.dim, **dict(spec.options))
+        make = functools.partial(strategies.make, spec.strategy, self.dim,
+                                 **self._strategy_options())
         self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
         self.restarter = Restarter(
             RestartSettings(spec.restart, spec.restart_patience),
@@ -75,6 +79,15 @@ class IslandCore:
         self._last_fitness = np.zeros(0)
         self.restored_generation = None  # generation of the checkpoint loaded, if any
         self._init_checkpoints(checkpoint)
+
+    def _strategy_options(self) -> dict[str, Any]:
+        """The spec's options, plus the island's device for a strategy that computes on one
+        (openai-es-nt): per island, so GPU and CPU islands share a run (config/checks.py
+        refuses ``device`` as an option)."""
+        options = dict(self.spec.options)
+        if "device" in getattr(strategies.STRATEGIES[self.spec.strategy], "OPTIONS", {}):
+            options["device"] = self.device
+        return options
 
     def _hooks(self) -> list[Hook]:
         """The hooks, in the order they run (islands.island.hooks)."""
@@ -182,7 +195,7 @@ class IslandCore:
                     want_offers, self.counters.evals, self.counters.env_steps)
         for _ in range(int(k)):
             self._run_hooks("before_generation")
-            gen = self._evaluate(self.strategy.ask())
+            gen = self._evaluate(self._ask())
             self._run_hooks("evaluated", gen)
             self.strategy.tell(gen.fitness)
             self._count(gen)
@@ -202,7 +215,18 @@ class IslandCore:
         for hook in self.hooks:
             getattr(hook, point)(self, *args)
 
-    def _evaluate(self, X: np.ndarray) -> Generation:
+    def _ask(self):
+        """The next population: as the strategy builds it when the evaluator runs on the
+        strategy's device (openai-es-nt's tensor straight into a torch evaluator: no host
+        round trip of the population; only fitness and the call's elite come back), else
+        float64 numpy."""
+        dev = getattr(self.strategy, "device", None)
+        if (dev is not None and self.evaluator.backend == "torch"
+                and resolve_device(self.evaluator.device) == dev):
+            return self.strategy.ask_native()
+        return self.strategy.ask()
+
+    def _evaluate(self, X) -> Generation:
         """The training evaluation of population ``X`` (seeded by the island's generation)."""
         res = self.evaluator.evaluate(
             X, seed=train_seed(self.run_seed, self.index, self.generation))

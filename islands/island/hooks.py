@@ -58,13 +58,27 @@ class Elite:
     def __init__(self, n: int, dim: int) -> None:
         self.n, self.x, self.f, self.r = n, np.zeros((0, dim)), np.zeros(0), np.zeros(0)
 
-    def add(self, X: np.ndarray, fit: np.ndarray, returns: np.ndarray | None = None) -> None:
+    def add(self, X, fit: np.ndarray, returns: np.ndarray | None = None) -> None:
+        """Keep the best ``n`` of the elite so far and the rows of ``X`` (numpy, or a tensor
+        on a device: only the rows that can enter the elite are copied to the host)."""
         returns = fit if returns is None else returns
-        ok = np.isfinite(fit)
-        x, f = np.concatenate([self.x, X[ok]]), np.concatenate([self.f, fit[ok]])
-        r = np.concatenate([self.r, returns[ok]])
+        ok = np.flatnonzero(np.isfinite(fit))
+        ok = ok[np.argsort(-fit[ok], kind="stable")[: self.n]]
+        x = np.concatenate([self.x, host_rows(X, ok)])
+        f, r = np.concatenate([self.f, fit[ok]]), np.concatenate([self.r, returns[ok]])
         top = np.argsort(-f, kind="stable")[: self.n]
         self.x, self.f, self.r = x[top], f[top], r[top]
+
+
+def host_rows(X, rows: np.ndarray) -> np.ndarray:
+    """Rows ``rows`` of a population as float64 numpy (a torch tensor is indexed where it
+    lives, then copied)."""
+    if isinstance(X, np.ndarray):
+        return np.asarray(X[rows], dtype=np.float64)
+    import torch
+
+    idx = torch.as_tensor(rows, dtype=torch.long, device=X.device)
+    return X.index_select(0, idx).to("cpu", torch.float64).numpy()
 
 
 @dataclass

@@ -62,7 +62,9 @@ def _torch_threads(specs: list[IslandSpec], eval_spec) -> int:
     one)."""
     from envs.spaces import pick_backend
 
-    if pick_backend(eval_spec.env_id, eval_spec.backend, eval_spec.env_module) == "envpool":
+    backends = {pick_backend(eval_spec.env_id, s.backend or eval_spec.backend,
+                             eval_spec.env_module) for s in specs}
+    if "envpool" in backends:
         return 1
     return max(1, round(sum(float(s.num_cpus or 1) for s in specs)))
 
