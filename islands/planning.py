@@ -12,9 +12,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.torch_registry import TORCH_ENVS
+
 from .config import Config, strategies_of
 from .envdefaults import env_defaults
 from .island.restarts import DEFAULT_PATIENCE
+from .strategies import STRATEGIES
 
 
 class ResourceError(RuntimeError):
@@ -178,8 +181,22 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         probe_interval=int(cfg.probe_interval),
         migrant_episodes=int(cfg.migrant_episodes),
         reward_shift=float(cfg.reward_shift or 0.0),
-        backend=s.get("backend"),
+        backend=_backend(cfg, strategy, s),
     )
+
+
+def _backend(cfg: Config, strategy: str, s: dict[str, Any]) -> str | None:
+    """An island's own evaluator backend (None: the run's): its spec's; else, for an island
+    with a GPU whose strategy computes on a device (openai-es-nt) in a run that named no
+    backend, the torch-native env when there is one, so that its population, envs and
+    policy all stay on the GPU (islands/island/core.py)."""
+    if s.get("backend"):
+        return str(s["backend"])
+    gpu = float(s.get("num_gpus", cfg.gpus_per_island)) > 0
+    on_device = "device" in getattr(STRATEGIES[strategy], "OPTIONS", {})
+    if gpu and on_device and cfg.backend == "auto" and cfg.env in TORCH_ENVS:
+        return "torch"
+    return None
 
 
 def check_resources(plan: list[IslandSpec], nodes: list[dict[str, float]]) -> None:

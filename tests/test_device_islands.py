@@ -78,6 +78,33 @@ def test_a_global_device_option_or_an_unknown_backend_is_refused(argv, message):
     assert str(e.value) == message
 
 
+def test_a_gpu_nt_island_plans_the_torch_native_env_unless_told_otherwise():
+    def plan(*argv):
+        cfg = resolve(parse_args(["--islands", "2", *argv]), check_env=False)
+        return [(s.strategy, s.backend) for s in plan_islands(cfg, [2.0])]
+
+    gpu = ["--strategy", "openai-es-nt,cmaes", "--gpus-per-island", "0.5"]
+    assert plan(*gpu) == [("openai-es-nt", "torch"), ("cmaes", None)]
+    assert plan(*gpu, "--backend", "envpool") == [("openai-es-nt", None), ("cmaes", None)]
+    assert plan("--strategy", "openai-es-nt") == [("openai-es-nt", None)] * 2  # no GPU
+    assert plan(*gpu, "--env", "LunarLander-v3") == [("openai-es-nt", None), ("cmaes", None)]
+    specs = '[{"strategy": "openai-es-nt", "num_gpus": 1, "backend": "gymnasium"}, {}]'
+    assert plan("--island-specs", specs)[0] == ("openai-es-nt", "gymnasium")
+
+
+def test_the_start_line_names_each_islands_backend_and_device():
+    from islands.messages import IslandInfo
+    from islands.runtime.driver import _backends
+
+    def info(i, backend, device):
+        return IslandInfo(i, "cmaes", 4, 8, device, 1, backend, {}, 0, None)
+
+    same = [info(i, "envpool", "cpu") for i in range(3)]
+    assert _backends(same) == "backend envpool on cpu"
+    mixed = [info(0, "torch", "cuda"), *same[1:], info(3, "envpool", "cpu")]
+    assert _backends(mixed) == "backends torch on cuda (island 0), envpool on cpu (islands 1-3)"
+
+
 def test_a_device_option_is_refused_by_the_launcher_in_one_line(tmp_path):
     from conftest import run_module
 

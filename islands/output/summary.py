@@ -60,6 +60,9 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "cpus_per_island": [s.num_cpus for s in plan],
         "num_params": infos[0].dim if infos else None,
         "backend": infos[0].backend if infos else None,
+        # per island: islands may run their own backend and device (island_specs, GPUs)
+        "backends": [i.backend for i in infos],
+        "devices": [i.device for i in infos],
         # process restarts: calls each island lost to a dead actor that Ray restarted
         "island_restarts": list(result.restarts),
         # strategy restarts against stagnation (--restart), from each island's last report

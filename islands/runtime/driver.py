@@ -138,7 +138,7 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
     with Display(plan, cfg.env, quiet=cfg.quiet or not display,
                  log_interval=cfg.log_interval) as disp, contextlib.closing(scalars):
         disp.message(f"{cfg.islands} islands on {cfg.env} ({_strategies(plan)}), "
-                     f"{infos[0].dim} parameters, backend {infos[0].backend}, "
+                     f"{infos[0].dim} parameters, {_backends(infos)}, "
                      f"{plan[0].num_cpus:g} CPU per island in {processes} Ray worker "
                      f"process{'es' if processes > 1 else ''}; run dir {rd.path}")
         flushed = [time.monotonic()]
@@ -163,3 +163,26 @@ def _strategies(plan) -> str:
     names = [s.strategy for s in plan]
     return f"{names[0]} x{len(names)}" if len(set(names)) == 1 and len(names) > 2 \
         else ", ".join(names)
+
+
+def _backends(infos) -> str:
+    """``backend envpool``, or for islands on several: ``backends torch on cuda (island
+    0), envpool on cpu (islands 1-3)``."""
+    kinds: dict[str, list[int]] = {}
+    for i in infos:
+        kinds.setdefault(f"{i.backend} on {i.device}", []).append(i.island)
+    if len(kinds) == 1:
+        return f"backend {infos[0].backend} on {infos[0].device}"
+    parts = [f"{k} (island{'s' if len(v) > 1 else ''} {_ranges(v)})" for k, v in kinds.items()]
+    return "backends " + ", ".join(parts)
+
+
+def _ranges(ids: list[int]) -> str:
+    """``0-2,5``: sorted island indices with runs collapsed."""
+    ids, out = sorted(ids), []
+    for i in ids:
+        if out and out[-1][1] == i - 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
