@@ -70,7 +70,7 @@ def test_a_cmaes_island_on_envpool_keeps_numpy_populations():
      "island_specs[0].options: 'device' is set per island, not as a strategy option (an "
      "island with a GPU, from --gpus-per-island or its num_gpus, runs openai-es-nt there)"),
     (["--island-specs", '[{"backend": "jax"}]'], "island_specs[0].backend must be one of "
-     "auto, envpool, gymnasium, torch, got 'jax'"),
+     "auto, envpool, gymnasium, torch, synthetic, got 'jax'"),
 ])
 def test_a_global_device_option_or_an_unknown_backend_is_refused(argv, message):
     with pytest.raises(ConfigError) as e:

@@ -26,10 +26,10 @@ openai-es's arithmetic on the same ``eps``, up to rounding (tests/test_noise_tab
 update never forms the ``(n, dim)`` noise matrix (:meth:`NoiseTable.weighted_sum`).
 
 Device path: :meth:`OpenAIESNT.ask_tensor` returns the population on ``device`` (no host
-copy) for :class:`envs.torch_evaluator.TorchEvaluator` (``IslandCore._ask`` uses it); :meth:`OpenAIESNT.ask_offsets`
-starts a generation without building it (for workers with their own copy of the table);
-``tell`` takes numpy or torch fitness. Per generation only the fitness crosses to the host,
-plus one genome when a new best-so-far appears.
+copy) for :class:`envs.torch_evaluator.TorchEvaluator` (``IslandCore._ask`` uses it);
+:meth:`OpenAIESNT.ask_offsets` starts a generation without building it (for workers with
+their own copy of the table); ``tell`` takes numpy or torch fitness. Per generation only
+the fitness crosses to the host, plus one genome when a new best-so-far appears.
 
 Options (besides openai-es's): ``device`` ("cpu"), ``table_size`` (2**25 floats, at least
 ``dim + popsize``), ``table_seed`` (123, evolution-strategies-starter's), ``dtype``

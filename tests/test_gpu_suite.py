@@ -1,0 +1,100 @@
+"""benchmarks/gpu_suite.py end to end: the quick CPU suite in a subprocess (it starts Rays
+of its own, one after another: the island run, then the scaling run), its gpu.json / gpu.md
+outcomes, and the one-line exit 2 on a bad flag. Never asserts wall-clock times."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ROOT, subprocess_env
+
+SUITE = ROOT / "benchmarks" / "gpu_suite.py"
+PARTS = ["cartpole", "snake", "pong", "noise_table", "nt_island", "archipelago_scaling",
+         "pytest_gpu"]
+MAY_SKIP = {"pong", "pytest_gpu"}  # CUDA only
+
+
+def _suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SUITE), *args], cwd=ROOT, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick_suite(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu-suite")
+    proc = _suite("--device", "cpu", "--quick", "--out", str(out))
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    return out, proc, json.loads((out / "gpu.json").read_text())
+
+
+@pytest.mark.own_ray
+@pytest.mark.slow
+def test_quick_suite_runs_every_part(quick_suite):
+    out, proc, rec = quick_suite
+    assert list(rec["parts"]) == PARTS
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == rec  # the last line is gpu.json
+    assert rec["commit"] and rec["date"] and "--quick" in rec["command"]
+    for name, part in rec["parts"].items():
+        if name in MAY_SKIP and not torch.cuda.is_available():
+            assert part["status"] == "skipped" and part["reason"], (name, part)
+        elif name not in MAY_SKIP:
+            assert part["status"] == "ok", (name, part)
+    md = (out / "gpu.md").read_text()
+    assert md.startswith("# GPU suite") and "| compile | N envs | P x E | policy steps/s" in md
+    assert all(f"## {name}" in md for name in PARTS)
+
+
+@pytest.mark.own_ray
+@pytest.mark.slow
+def test_quick_suite_figures(quick_suite):
+    _, _, rec = quick_suite
+    parts = rec["parts"]
+    used = ("cartpole", "noise_table", "nt_island", "archipelago_scaling")
+    assert {n: parts[n]["status"] for n in used} == dict.fromkeys(used, "ok"), parts
+    cart = parts["cartpole"]
+    eager = {r["N"]: r for r in cart["rows"] if r["compile"] == "eager"}
+    assert set(eager) == {256, 1024} and all(r["steps_per_s"] > 0 for r in cart["rows"])
+    assert cart["modes"]["default"]["status"] == "ok"  # torch.compile on the CPU too
+    assert cart["modes"]["reduce-overhead"]["status"] == "skipped"  # CUDA graphs: CUDA only
+    assert all(r["ratio"] > 0 for r in cart["rows"])  # against the random-policy ceiling
+    assert {r["device"] for r in parts["noise_table"]["rows"]} == {"cpu"}
+    island = parts["nt_island"]["rows"]
+    assert [r["device"] for r in island] == ["cpu"] and island[0]["backend"] == "torch"
+    assert island[0]["env_steps"] > 0 and island[0]["solved"] is True
+    scaling = parts["archipelago_scaling"]["rows"]
+    assert [r["islands"] for r in scaling] == [1, 2]
+    assert all(r["steps_per_s"] > 0 for r in scaling) and scaling[0]["efficiency"] == 1.0
+
+
+def test_an_unknown_part_exits_2_with_one_line(tmp_path):
+    proc = _suite("--parts", "cartpole,nosuch", "--out", str(tmp_path), timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nosuch" in lines[0] and "--parts" in lines[0]
+    assert not (tmp_path / "gpu.json").exists()
+
+
+def test_a_part_that_raises_is_recorded_and_the_suite_goes_on(tmp_path, monkeypatch):
+    """In process, no Ray: snake is made to raise after measuring one row."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    def broken(s, fig):
+        fig["rows"] = [{"partial": 1}]
+        raise ValueError("broken on purpose\nsecond line")
+
+    monkeypatch.setitem(gpu_suite.PART_FNS, "snake", broken)
+    rec = gpu_suite.main(["--device", "cpu", "--quick", "--out", str(tmp_path),
+                          "--parts", "snake,pytest_gpu"])
+    snake = rec["parts"]["snake"]
+    assert snake["status"] == "failed" and snake["reason"] == "ValueError: broken on purpose"
+    assert snake["rows"] == [{"partial": 1}]  # what it measured before it raised is kept
+    assert rec["parts"]["pytest_gpu"]["status"] == "skipped"  # the next part still ran
+    assert rec["parts"]["cartpole"] == {"status": "skipped", "reason": "not in --parts",
+                                        "elapsed_s": rec["parts"]["cartpole"]["elapsed_s"]}
+    assert json.loads((tmp_path / "gpu.json").read_text()) == rec
+    assert "failed" in (tmp_path / "gpu.md").read_text()
