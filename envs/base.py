@@ -25,6 +25,12 @@ if TYPE_CHECKING:  # annotations only: the contract needs no policy code at run 
     from policies import Policy, RunningMeanStd
 
 
+def check_seed(seed) -> None:
+    """One-line error for anything but a non-negative int (numpy ints included)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+
+
 @dataclass
 class EvalResult:
     """What one population evaluation produced.

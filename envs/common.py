@@ -13,16 +13,10 @@ import torch
 import policies
 from policies import ActionSpec, Policy, RunningMeanStd
 
-from .base import EvalResult, Evaluator
+from .base import EvalResult, Evaluator, check_seed
 from .spaces import import_env_module, is_image
 
 log = logging.getLogger("envs")
-
-
-def check_seed(seed) -> None:
-    """One-line error for anything but a non-negative int (numpy ints included)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
 
 
 def episode_seeds(seed: int, episodes: int) -> np.ndarray:

@@ -22,6 +22,10 @@ def make_evaluator(env_id: str, backend: str = "auto", **kwargs: Any) -> Evaluat
         from .envpool_evaluator import EnvPoolEvaluator
 
         return EnvPoolEvaluator(env_id, **kwargs)
+    if backend == "synthetic":
+        from .synthetic import SyntheticEvaluator
+
+        return SyntheticEvaluator(env_id, **kwargs)
     if backend == "gymnasium":
         from .gym_evaluator import GymnasiumEvaluator
 

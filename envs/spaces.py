@@ -25,10 +25,12 @@ import numpy as np
 
 from policies.base import ActionSpec
 
+from .synthetic import parse_synthetic
 from .torch_registry import torch_envs
 
-# "auto" picks EnvPool when it has the id, else Gymnasium, else the torch-native backend
-BACKENDS = ("auto", "envpool", "gymnasium", "torch")
+# "auto" picks EnvPool when it has the id, else Gymnasium, else the torch-native backend;
+# synthetic ids (rastrigin:D) have a backend of their own (envs/synthetic.py)
+BACKENDS = ("auto", "envpool", "gymnasium", "torch", "synthetic")
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,12 @@ def pick_backend(env_id: str, backend: str = "auto", env_module: str | None = No
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     import_env_module(env_module)
+    if parse_synthetic(env_id) is not None or backend == "synthetic":
+        if backend not in ("auto", "synthetic") or parse_synthetic(env_id) is None:
+            raise ValueError(f"{env_id!r} and the {backend} backend do not go together: "
+                             "synthetic ids (rastrigin:D, sphere:D) run on the synthetic "
+                             "backend only")
+        return "synthetic"
     if backend == "torch":
         if env_id not in torch_envs():
             raise ValueError(
@@ -194,6 +202,9 @@ def env_spaces(
     EnvPool ids are read from their spec without building a pool; Gymnasium envs are built
     once and closed."""
     backend = pick_backend(env_id, backend, env_module)
+    if backend == "synthetic":  # no observations; the genome is the action
+        dim = parse_synthetic(env_id)[1]
+        return (0,), ActionSpec.from_space(_box(dim))
     if backend == "torch":  # built as TorchEvaluator builds it
         env = torch_envs()[env_id](num_envs=1, device="cpu", max_episode_steps=None,
                                    **(env_kwargs or {}))
@@ -227,3 +238,9 @@ def is_image(obs_shape: tuple[int, ...]) -> bool:
 
 def float_obs(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def _box(dim: int):
+    import gymnasium
+
+    return gymnasium.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
