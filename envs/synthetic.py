@@ -11,8 +11,11 @@ coordinator, the driver.
 ``env_kwargs`` set the cost of one ``evaluate`` call, to stand in for a real env:
 
 * ``cost_ms``: CPU time spent per individual (a busy loop);
-* ``wait_ms``: time waited per call without using a CPU (a remote simulator, a GPU), so a
-  host process can serve many such islands at once;
+* ``wait_ms``: time waited per call without using a CPU (a remote simulator, a GPU). With
+  ``defer_waits`` set (an island host process does, for its batch of islands) the call
+  only adds the wait to :attr:`SyntheticEvaluator.owed_s` and the host waits once for the
+  longest: its islands' simulators run side by side, and thousands of islands fit in a
+  process without a thread each;
 * ``noise``: the standard deviation of Gaussian noise added to each episode's return
   (seeded by the call's seed: common random numbers across the population).
 
@@ -47,6 +50,13 @@ def parse_synthetic(env_id: str) -> tuple[str, int] | None:
     if int(m["dim"]) < 1:
         raise ValueError(f"env {env_id!r}: the dimension must be at least 1")
     return m["name"], int(m["dim"])
+
+
+def evaluator_waits(eval_spec) -> bool:
+    """Whether ``eval_spec``'s evaluator spends its calls waiting rather than computing (a
+    synthetic task with ``wait_ms``): a process can then serve many islands at once."""
+    kw = eval_spec.env_kwargs or {}
+    return parse_synthetic(eval_spec.env_id) is not None and float(kw.get("wait_ms", 0)) > 0
 
 
 class Genome:
@@ -91,6 +101,7 @@ class SyntheticEvaluator(Evaluator):
         self.cost_s = float(kw.get("cost_ms", 0.0)) / 1000
         self.wait_s = float(kw.get("wait_ms", 0.0)) / 1000
         self.noise = float(kw.get("noise", 0.0))
+        self.defer_waits, self.owed_s = False, 0.0
 
     def evaluate(self, params, seed: int) -> EvalResult:
         t0 = time.perf_counter()
@@ -117,8 +128,15 @@ class SyntheticEvaluator(Evaluator):
         until = t0 + self.cost_s * P
         while time.perf_counter() < until:
             pass
-        if self.wait_s:
+        if self.defer_waits:
+            self.owed_s += self.wait_s
+        elif self.wait_s:
             time.sleep(self.wait_s)
+
+    def take_owed(self) -> float:
+        """The waits deferred since the last call of this (seconds), reset to 0."""
+        owed, self.owed_s = self.owed_s, 0.0
+        return owed
 
     def set_obs_stats(self, state_dict) -> None:
         if state_dict is not None:

@@ -86,7 +86,7 @@ class CoordinatorCore:
             self._merge_obs(result.obs_delta)
         if (self.spec.migrants > 0 and len(f)
                 and g - self.last_emigration[i] >= self.spec.migration_interval):
-            self._emigrate(i, g, P, f)
+            self._emigrate(i, g, P, f, float(emi.sent_at))
         mail = list(self.mailbox[i].values())
         self.mailbox[i] = {}
         self.delivered[i] += sum(len(b) for b in mail)
@@ -103,12 +103,14 @@ class CoordinatorCore:
             if f[j] > self.hof.fitness:
                 self.hof = HallOfFame(float(f[j]), int(i), g, P[j].copy(), obs_stats)
 
-    def _emigrate(self, i: int, g: int, P: np.ndarray, f: np.ndarray) -> None:
-        """Post island ``i``'s best genomes to its targets' mailboxes (newest per source)."""
+    def _emigrate(self, i: int, g: int, P: np.ndarray, f: np.ndarray, sent_at: float = 0.0
+                  ) -> None:
+        """Post island ``i``'s best genomes to its targets' mailboxes (newest per source),
+        stamped with when they left the island (migration latency: island/core.py)."""
         self.last_emigration[i] = g
         self.rounds += 1
         order = np.argsort(-f, kind="stable")[: self.spec.migrants]
-        batch = Emigrants(P[order].copy(), f[order].copy(), int(i), g)
+        batch = Emigrants(P[order].copy(), f[order].copy(), int(i), g, sent_at)
         for dst in self.topology.targets(int(i)):
             self.mailbox[dst][int(i)] = batch
             self.sent[i] += len(order)

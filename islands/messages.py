@@ -31,6 +31,7 @@ class Emigrants:
     fitness: np.ndarray  # (m,)
     source: int
     generation: int = 0
+    sent_at: float = 0.0  # wall clock (time.time) when the source's call ended; 0: unknown
 
     def __len__(self) -> int:
         return int(np.size(self.fitness))
@@ -120,6 +121,17 @@ class EvolveResult:
     offers: list[CandidateOffer] = field(default_factory=list)
     obs_delta: dict[str, Any] | None = None  # new observation moments since the last call
     obs_stats: dict[str, Any] | None = None  # the statistics this call normalized with
+    # seconds from each immigrant batch's emigration (its sent_at) to this call taking it
+    migration_latency_s: list[float] = field(default_factory=list)
+
+
+@dataclass
+class IslandFailure:
+    """In place of an :class:`EvolveResult`: island ``island``'s call raised (its process is
+    fine; the island is dropped from the run). ``message``: the error, one line."""
+
+    island: int
+    message: str
 
 
 @dataclass

@@ -77,6 +77,7 @@ class IslandCore:
         self.counters, self.obs_delta = Counters(), ObsDelta()
         self._t0 = time.perf_counter()
         self._last_fitness = np.zeros(0)
+        self._latencies: list[float] = []  # this call's immigrants: seconds since emigration
         self.restored_generation = None  # generation of the checkpoint loaded, if any
         self._init_checkpoints(checkpoint)
 
@@ -146,7 +147,8 @@ class IslandCore:
     # ---- migration and statistics ----------------------------------------------------
     def accept(self, immigrants: list[Emigrants] | None) -> int:
         """Inject migrant batches; returns how many genomes were accepted."""
-        n, c = 0, self.counters
+        n, c, now = 0, self.counters, time.time()
+        self._latencies = [now - b.sent_at for b in immigrants or [] if b.sent_at > 0]
         for batch in immigrants or []:
             P = np.asarray(batch.params, dtype=np.float64)
             f = np.asarray(batch.fitness, dtype=np.float64).reshape(-1)
@@ -208,8 +210,10 @@ class IslandCore:
         stats = self.evaluator.obs_stats
         return EvolveResult(
             report=report, offers=call.offers, obs_delta=self.obs_delta.take(),
-            emigrants=Emigrants(call.elite.x, call.elite.f, self.index, report.generation),
-            obs_stats=None if stats is None else stats.state_dict())
+            emigrants=Emigrants(call.elite.x, call.elite.f, self.index, report.generation,
+                                sent_at=time.time()),
+            obs_stats=None if stats is None else stats.state_dict(),
+            migration_latency_s=self._latencies)
 
     def _run_hooks(self, point: str, *args) -> None:
         for hook in self.hooks:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..config import Config
 from ..messages import IslandInfo
 from ..planning import IslandSpec
@@ -56,7 +58,8 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
                    # that re-evaluation kept from the tester
                    "confirmations": sum(r.get("confirmations", 0) for r in last.values()),
                    "offers_rejected": result.offers_rejected},
-        "migration": result.coordinator_stats,
+        "migration": {**result.coordinator_stats,
+                      "latency_s": latency_summary(result.migration_latency_s)},
         "cpus_per_island": [s.num_cpus for s in plan],
         "num_params": infos[0].dim if infos else None,
         "backend": infos[0].backend if infos else None,
@@ -107,3 +110,13 @@ def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[I
         rd.save_solution(best.params, infos[0].policy_spec, best.obs_stats, env, meta)
     rd.plot(result.rows, title=f"{cfg.env}: {cfg.islands} islands")
     return summary
+
+
+def latency_summary(latencies: list[float]) -> dict[str, Any]:
+    """Migration latency (emigration to the receiving island's next call): count, p50, p99
+    and max in seconds (None without any migration)."""
+    if not latencies:
+        return {"n": 0, "p50": None, "p99": None, "max": None}
+    q = np.percentile(np.asarray(latencies, dtype=np.float64), [50, 99])
+    return {"n": len(latencies), "p50": float(q[0]), "p99": float(q[1]),
+            "max": float(max(latencies))}

@@ -17,14 +17,24 @@ resubmits); a restarted actor reloads its last checkpoint (``was_reconstructed``
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from typing import Any
 
 import ray
 
+from envs.synthetic import evaluator_waits
+
 from ..coordinator import CoordinatorCore, CoordinatorSpec
 from ..island.core import IslandCore
-from ..messages import CoordinatorReply, EvolveResult, HallOfFame, HofSummary, IslandInfo
+from ..messages import (
+    CoordinatorReply,
+    EvolveResult,
+    HallOfFame,
+    HofSummary,
+    IslandFailure,
+    IslandInfo,
+)
 from ..persistence.checkpointing import CheckpointSpec
 from ..planning import IslandSpec
 
@@ -96,12 +106,41 @@ class IslandActor:
                 reconstructed=reconstructed)
             self.metrics[spec.index] = IslandMetrics(spec.index, spec.strategy,
                                                      eval_spec.env_id)
+        # evaluators that wait rather than compute (synthetic ``wait_ms``): the batch
+        # waits once for its longest, as if each island's simulator ran on its own
+        self.waits = evaluator_waits(eval_spec)
+        for core in self.cores.values():
+            core.evaluator.defer_waits = self.waits
 
     def evolve(self, i: int, k: int = 1, immigrants=None, obs_stats=None,
                want_offers: bool = True) -> EvolveResult:
         out = self.cores[i].evolve(k, immigrants, obs_stats, want_offers)
         self.metrics[i].record(out.report, int(k))  # Ray metrics (runtime.metrics)
         return out
+
+    def evolve_batch(self, calls: list[tuple]) -> list[EvolveResult | IslandFailure]:
+        """``evolve(*call)`` for each ``(i, k, immigrants, obs_stats, want_offers)``, one
+        after another, the results in order (islands/runtime/calls.py); evaluators that
+        wait have deferred their waits, and the batch waits once, for the longest. A call
+        that raises gives an :class:`IslandFailure` (logged with its traceback) and the
+        others go on."""
+        t0 = time.monotonic()
+        out = [self._evolve_one(c) for c in calls]
+        if self.waits:
+            owed = max(self.cores[int(c[0])].evaluator.take_owed() for c in calls)
+            time.sleep(max(0.0, t0 + owed - time.monotonic()))
+            now = time.time()  # the calls end, and their emigrants leave, only now
+            for r in out:
+                if isinstance(r, EvolveResult):
+                    r.emigrants.sent_at = now
+        return out
+
+    def _evolve_one(self, call: tuple) -> EvolveResult | IslandFailure:
+        try:
+            return self.evolve(*call)
+        except Exception as e:
+            log.exception("island %d failed", call[0])
+            return IslandFailure(int(call[0]), f"{type(e).__name__}: {e}")
 
     def checkpoint(self, i: int) -> int:
         return self.cores[i].checkpoint()
@@ -152,6 +191,13 @@ class CoordinatorActor:
         self.monitor.observe(i, result.report, reply.hof)
         return reply
 
+    def report_batch(self, ids: list[int | None], results: list
+                     ) -> list[CoordinatorReply | None]:
+        """``report`` for each island of a host's batch (islands/runtime/calls.py), in order;
+        None where ``ids`` has None (that island's call failed)."""
+        return [None if i is None else self.report(i, r)
+                for i, r in zip(ids, results, strict=True)]
+
     def checkpoint(self) -> int:
         return self.core.checkpoint()
 
@@ -170,6 +216,12 @@ class CoordinatorActor:
 
     def ping(self) -> bool:
         return True
+
+    def pid(self) -> int:
+        """The process id (benchmarks read its CPU time and memory)."""
+        import os
+
+        return os.getpid()
 
 
 @ray.remote(num_cpus=0)

@@ -160,8 +160,8 @@ class Archipelago:
             self.cfg.test_spec(), cand.params, cand.obs_stats, candidate_test_seed(n),
             self.cfg.target if screen else None)
 
-    def coordinator_final(self, in_flight: dict[Any, tuple[int, Any]],
-                          unsent: list[tuple[int, Any]], timeout: float = 120.0
+    def coordinator_final(self, in_flight: dict[Any, tuple[list, Any]],
+                          unsent: list[tuple[list, Any]], timeout: float = 120.0
                           ) -> tuple[HallOfFame, dict[str, Any], list[dict[str, Any]]]:
         """Hall of fame and stats from the coordinator after it has taken every report, and
         the errors met on the way. No report is dropped: the hall of fame is asked for after
@@ -172,8 +172,8 @@ class Archipelago:
         replies, resend, errors = list(in_flight.items()), list(unsent), []
         while True:
             try:
-                for i, r in resend:
-                    ray.get(self.coordinator.report.remote(i, r))
+                for ids, r in resend:
+                    ray.get(self.coordinator.report_batch.remote(ids, r))
                 resend = []
                 hof = ray.get(self.coordinator.hall_of_fame.remote())
                 stats = ray.get(self.coordinator.stats.remote())
@@ -187,18 +187,19 @@ class Archipelago:
                 return hof, stats, errors
 
     @staticmethod
-    def _settle(replies: list[tuple[Any, tuple[int, Any]]], errors: list[dict[str, Any]],
+    def _settle(replies: list[tuple[Any, tuple[list, Any]]], errors: list[dict[str, Any]],
                 deadline: float) -> list[tuple[int, Any]]:
         """The reports among ``replies`` to send again (their coordinator died before
         answering); a report that failed or is still unanswered is logged into ``errors``."""
         resend = []
-        for reply, (i, r) in replies:
+        for reply, (ids, r) in replies:
             try:
                 ray.get(reply, timeout=max(0.1, deadline - time.monotonic()))
             except ray.exceptions.RayActorError:
-                resend.append((i, r))
+                resend.append((ids, r))
             except (ray.exceptions.RayError, TimeoutError) as e:
-                where = f"coordinator report of island {i} at shutdown"
+                named = ",".join(str(i) for i in ids if i is not None)
+                where = f"coordinator report of island {named} at shutdown"
                 log.warning("%s: %s", where, root_message(e))
                 errors.append({"where": where, "message": root_message(e)})
         return resend

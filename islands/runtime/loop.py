@@ -2,18 +2,18 @@
 
 Who does what:
 
-- Each island actor evolves ``gens_per_call`` generations per ``evolve(k, immigrants,
-  obs_stats)`` call. :class:`IslandCalls` keeps exactly one call in flight per island.
-- ``ray.wait(num_returns=1)`` hands back whichever call finished first; one handler per
-  kind of event takes it:
-  :meth:`RunLoop.on_island_result` records the report, forwards the result to the
-  coordinator through the :class:`CoordinatorOutbox` (the object ref, so the data go
-  store-to-store), offers the island's best to the :class:`~islands.candidates.CandidateQueue`
-  and resubmits the island at once with whatever its inbox holds;
-  :meth:`RunLoop.on_coordinator_reply` puts the reply's migrants and statistics into the
-  island's inbox for its next call; :meth:`RunLoop.on_test_result` records a candidate's
-  test. Nobody blocks on anybody: a slow island is simply resubmitted less often, so it
-  migrates less.
+- Each island evolves ``gens_per_call`` generations per call; :class:`.calls.IslandCalls`
+  keeps exactly one call in flight per island, sent with the other calls due in its worker
+  process as one batch (islands/runtime/calls.py).
+- ``ray.wait`` hands back whatever finished; one handler per kind of event takes each:
+  :meth:`RunLoop.on_island_result` forwards a batch to the coordinator through the
+  :class:`.calls.CoordinatorOutbox` (the object ref, so the data go store-to-store), then
+  per island records the report, offers its best to the
+  :class:`~islands.candidates.CandidateQueue` and resubmits it at once with whatever its
+  inbox holds; :meth:`RunLoop.on_coordinator_reply` puts the replies' migrants and
+  statistics into the islands' inboxes for their next call; :meth:`RunLoop.on_test_result`
+  records a candidate's test. Nobody blocks on anybody: a slow island is simply
+  resubmitted less often, so it migrates less.
 - Stop: per-island generation limit, time budget, a passing test, or a signal. A candidate
   test (on ``test_episodes`` fresh episodes, on the tester actor) runs whenever one is
   queued and none is running.
@@ -27,21 +27,24 @@ restarted without losing the islands' calls in flight.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import ray
 
 from ..candidates import Candidate, CandidateQueue, choose_solution, passes, untested
-from ..messages import CoordinatorReply, EvolveResult, IslandInfo
+from ..messages import EvolveResult, IslandInfo
+from .calls import CoordinatorOutbox, IslandCalls
 from .cluster import root_message
 
 log = logging.getLogger("islands.driver")
+LATENCY_SAMPLES = 100_000  # migration latencies kept for the summary's percentiles
+REPLY_WAIT_S = 1.0  # longest an island's next call waits for its last report's reply
 
 
 @dataclasses.dataclass
@@ -61,129 +64,9 @@ class RunResult:
     offers_rejected: int = 0  # candidates whose island's re-evaluation fell short
     # what failed at the end of the run without stopping it: {"where", "message"}
     errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-
-
-class IslandCalls:
-    """One ``evolve`` call in flight per island, each island's inbox for its next call,
-    and the resubmission of calls lost to a dead or restarting actor."""
-
-    def __init__(self, handles: list[Any], k: int, max_restarts: int) -> None:
-        self.handles, self.k, self.max_restarts = handles, k, max_restarts
-        n = len(handles)
-        self.inbox: list[dict[str, Any]] = [self._empty() for _ in range(n)]
-        self.pending: dict[Any, int] = {}  # call in flight -> island
-        self.sent: list[tuple] = [()] * n  # each island's call in flight: its arguments
-        self.retry_at: dict[int, float] = {}  # island -> when to resubmit its lost call
-        self.failures = [0] * n  # consecutive lost calls per island
-        self.lost = [0] * n  # calls lost to a dead/restarting actor, per island
-        self.alive = [True] * n
-        # whether the run wants candidate offers now (RunLoop: the tester's queue has room)
-        self.wants_offers: Callable[[], bool] = lambda: True
-
-    @staticmethod
-    def _empty() -> dict[str, Any]:
-        return {"immigrants": [], "obs_stats": None}
-
-    def submit(self, i: int, args: tuple | None = None) -> None:
-        """Island ``i``'s next call, with its inbox (or the given arguments again)."""
-        if args is None:
-            box, self.inbox[i] = self.inbox[i], self._empty()
-            args = (self.k, box["immigrants"] or None, box["obs_stats"],
-                    self.wants_offers())
-        self.sent[i] = args
-        self.pending[self.handles[i].evolve(*args)] = i
-
-    def deliver(self, i: int, reply: CoordinatorReply) -> None:
-        self.inbox[i]["immigrants"].extend(reply.immigrants)
-        if reply.obs_stats is not None:
-            self.inbox[i]["obs_stats"] = reply.obs_stats
-
-    def resubmit_due(self, now: float) -> None:
-        for i in [i for i, t in self.retry_at.items() if now >= t]:
-            del self.retry_at[i]
-            self.submit(i, self.sent[i])  # the same migrants again: none are lost
-
-    def take(self, ref) -> tuple[int, EvolveResult | None]:
-        """The island and result of a finished call; None when the call was lost (the
-        island is then resubmitted later, or dropped when it keeps failing)."""
-        i = self.pending.pop(ref)
-        try:
-            result = ray.get(ref)
-        except ray.exceptions.RayActorError as e:
-            self._lost(i, e)
-            return i, None
-        except ray.exceptions.RayError as e:
-            self.alive[i] = False
-            log.error("island %d failed and is dropped from the run: %s", i, root_message(e))
-            return i, None
-        self.failures[i] = 0
-        return i, result
-
-    def _lost(self, i: int, e: Exception) -> None:
-        # The island's process died: Ray restarts it (max_restarts) from its checkpoint;
-        # resubmit its call until it answers again.
-        self.failures[i] += 1
-        self.lost[i] += 1
-        died = isinstance(e, ray.exceptions.ActorDiedError)
-        if self.max_restarts == 0 or self.failures[i] > (5 if died else 60):
-            self.alive[i] = False
-            log.error("island %d died and is dropped from the run: %s", i, root_message(e))
-        else:
-            log.warning("island %d is unavailable (%s); resubmitting its call", i,
-                        type(e).__name__)
-            self.retry_at[i] = time.monotonic() + min(0.5 * self.failures[i], 2.0)
-
-    def busy(self) -> bool:
-        return bool(self.pending or self.retry_at)
-
-
-class CoordinatorOutbox:
-    """Island results on their way to the coordinator. Reports it lost while it was down
-    (it restarts from its checkpoint) are resent, with the best result seen so far, so no
-    emigrant and no hall-of-fame entry is lost."""
-
-    def __init__(self, coordinator, max_restarts: int) -> None:
-        self.coordinator, self.max_restarts = coordinator, max_restarts
-        self.in_flight: dict[Any, tuple[int, Any]] = {}  # reply -> (island, result ref)
-        self.retry: list[tuple[int, Any]] = []
-        self.retry_at = 0.0
-        self.best_seen: tuple[float, int, Any] | None = None  # (fitness, island, result)
-
-    def send(self, i: int, result_ref, result: EvolveResult) -> None:
-        self.in_flight[self.coordinator.report.remote(i, result_ref)] = (i, result_ref)
-        fin = [float(x) for x in result.emigrants.fitness if np.isfinite(x)]
-        if fin and (self.best_seen is None or max(fin) > self.best_seen[0]):
-            self.best_seen = (max(fin), i, result_ref)
-
-    def resend_due(self, now: float) -> None:
-        if self.retry and now >= self.retry_at:
-            for i, r in self.retry:
-                self.in_flight[self.coordinator.report.remote(i, r)] = (i, r)
-            self.retry = []
-
-    def take(self, ref) -> tuple[int, CoordinatorReply | None]:
-        """The island a finished reply is for, and the reply (None: lost or failed)."""
-        i, result_ref = self.in_flight.pop(ref)
-        try:
-            return i, ray.get(ref)
-        except ray.exceptions.RayActorError as e:
-            if self.max_restarts == 0:
-                log.error("coordinator report for island %d failed: %s", i, root_message(e))
-            else:
-                self._buffer(i, result_ref, e)
-        except ray.exceptions.RayError as e:
-            log.error("coordinator report for island %d failed: %s", i, root_message(e))
-        return i, None
-
-    def _buffer(self, i: int, result_ref, e: Exception) -> None:
-        if not self.retry:
-            log.warning("the coordinator is unavailable (%s); buffering reports for it",
-                        type(e).__name__)
-        self.retry.append((i, result_ref))
-        best = self.best_seen
-        if best is not None and all(r is not best[2] for _, r in self.retry):
-            self.retry.append((best[1], best[2]))
-        self.retry_at = time.monotonic() + 0.5
+    # seconds from emigration to the receiving island's call taking the batch (the last
+    # LATENCY_SAMPLES of them)
+    migration_latency_s: list[float] = dataclasses.field(default_factory=list)
 
 
 class RunLoop:
@@ -214,6 +97,9 @@ class RunLoop:
         self.passed = False
         self.stop_reason = ""
         self.errors: list[dict[str, Any]] = []  # failures at the end that did not stop it
+        self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
+        # coordinator reply -> (islands whose next call waits for it, until when)
+        self.awaiting: dict[Any, tuple[list[int], float]] = {}
         self.status = {"hof": self.hof, "elapsed": 0.0, "tests": self.tests,
                        "target": self.cfg.target, "rows": self.rows}
 
@@ -242,6 +128,7 @@ class RunLoop:
             self.stop_reason = "interrupted"
             return True
         self.outbox.resend_due(now)
+        self._resubmit_overdue(now)
         self.calls.resubmit_due(now)
         budget = self.cfg.time_budget
         if budget is not None and now - self.t_start >= budget:
@@ -254,14 +141,17 @@ class RunLoop:
         if self.passed:
             self.stop_reason = "target"
             return True
-        if not self.calls.busy():
+        if not self.calls.busy() and not self.awaiting:
             self.stop_reason = "generations" if any(self.calls.alive) else "all islands failed"
             return self.test_ref is None  # a test still running may yet pass
         return False
 
     def _dispatch_one(self) -> None:
-        # Coordinator replies first: when a reply and its island's result are both ready,
-        # the migrants are queued before the island is resubmitted.
+        """Handle what is ready: at 1,024 islands, thousands of events a second, so every
+        ready ref is taken per pass over the refs (docs/results/scale.md). Coordinator
+        replies first: when a reply and its island's result are both ready, the migrants
+        are queued before the island is resubmitted."""
+        self.calls.flush()
         refs = list(self.outbox.in_flight) + list(self.calls.pending)
         refs += [self.test_ref] if self.test_ref is not None else []
         budget = self.cfg.time_budget
@@ -273,34 +163,55 @@ class RunLoop:
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
         if not ready:
             return
-        ref = ready[0]
-        if ref in self.calls.pending:
-            self.on_island_result(ref)
-        elif ref in self.outbox.in_flight:
-            self.on_coordinator_reply(ref)
-        else:
-            self.on_test_result()
+        if len(refs) > 1:  # and whatever else is ready: one pass over the refs per batch
+            ready = ray.wait(refs, num_returns=len(refs), timeout=0)[0] or ready
+        replies = [r for r in ready if r in self.outbox.in_flight]
+        for ref in replies + [r for r in ready if r not in self.outbox.in_flight]:
+            if ref in self.calls.pending:
+                self.on_island_result(ref)
+            elif ref in self.outbox.in_flight:
+                self.on_coordinator_reply(ref)
+            elif self.test_ref is not None and ref == self.test_ref:
+                self.on_test_result()
         self._maybe_start_test()
 
     # ---- handlers ----------------------------------------------------------------------
     def on_island_result(self, ref) -> None:
-        i, result = self.calls.take(ref)
-        if result is None:
+        """A host's batch: its reports go to the coordinator together, then one by one
+        into the rows, the resubmissions and the candidate queue."""
+        islands, batch = self.calls.take(ref)
+        if not batch:
             return
+        done = dict(batch)
+        # the ref, not the values: the coordinator reads the batch from the object store
+        reply = self.outbox.send([i if i in done else None for i in islands], ref, batch)
+        for i, result in batch:
+            self._on_result(i, result)
+        # each island's next call carries this report's reply (the migrants posted to it
+        # meanwhile, merged statistics); if the coordinator is slow or down, it goes
+        # without after REPLY_WAIT_S
+        due = [i for i, _ in batch if not self._at_generation_limit(self.latest[i]["generation"])]
+        self.awaiting[reply] = (due, time.monotonic() + REPLY_WAIT_S)
+
+    def _on_result(self, i: int, result: EvolveResult) -> None:
         row = result.report.row()
         row["wall_s"] = time.monotonic() - self.t0
+        self._add_to_totals(self.latest.get(i, {}), row)
         self.latest[i] = row
-        self._totals = self._sum_latest()  # once per report, not once per loop pass
         row.update({f"total_{k}": v for k, v in self._totals.items()})
         self.rows.append(row)
-        # The ref, not the value: the coordinator reads it from the object store.
-        self.outbox.send(i, ref, result)
-        if not self._at_generation_limit(row["generation"]):
-            self.calls.submit(i)
+        self.latencies.extend(result.migration_latency_s)
         self.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
         self.status["elapsed"] = row["wall_s"]
         if self.on_report is not None:
             self.on_report(row, self.status)
+
+    def _add_to_totals(self, before: dict[str, Any], row: dict[str, Any]) -> None:
+        """The totals move by island ``i``'s counters since its last row (they are
+        cumulative per island): constant work per report, where summing every island's
+        latest row cost O(islands) per report (docs/results/scale.md)."""
+        for k in self._totals:
+            self._totals[k] += int(row.get(k, 0)) - int(before.get(k, 0))
 
     def _sum_latest(self) -> dict[str, int]:
         """Evaluations, episodes, env steps and migrants accepted / screened out of all
@@ -320,12 +231,20 @@ class RunLoop:
         return None
 
     def on_coordinator_reply(self, ref) -> None:
-        i, reply = self.outbox.take(ref)
-        if reply is None:
-            return
-        self.calls.deliver(i, reply)
-        if reply.hof.fitness >= self.hof["fitness"]:  # monotone: a resent report is older
-            self.hof.update(vars(reply.hof))
+        for i, reply in self.outbox.take(ref):
+            self.calls.deliver(i, reply)
+            if reply.hof.fitness >= self.hof["fitness"]:  # monotone: a resent one is older
+                self.hof.update(vars(reply.hof))
+        self._resubmit(ref)
+
+    def _resubmit(self, reply) -> None:
+        """Submit the islands that waited for ``reply`` (answered, failed or overdue)."""
+        for i in self.awaiting.pop(reply, ((), 0.0))[0]:
+            self.calls.submit(i)
+
+    def _resubmit_overdue(self, now: float) -> None:
+        for reply in [r for r, (_, t) in self.awaiting.items() if now >= t]:
+            self._resubmit(reply)
 
     def on_test_result(self) -> None:
         res, self.test_ref = ray.get(self.test_ref), None
@@ -387,7 +306,7 @@ class RunLoop:
             test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
             totals=dict(self._totals), offers_rejected=self.queue.rejected,
-            errors=errors + self.errors)
+            errors=errors + self.errors, migration_latency_s=list(self.latencies))
 
     def _finish_running_test(self) -> None:
         if self.test_ref is None or self.passed:

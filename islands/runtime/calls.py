@@ -1,0 +1,189 @@
+"""The run loop's traffic: island calls, batched per host process, and reports to the
+coordinator, batched the same way.
+
+Islands that share a worker process (``planning.HostSpec``) are called together: one
+``evolve_batch`` per process carries every one of its islands that is due, and its results
+go to the coordinator as one ``report_batch``. A process serves its islands' calls one after
+another anyway (or side by side, for evaluators that wait), so this changes no island's
+work; what it saves is a Ray call and a driver event per island report, which at a thousand
+islands was most of the driver's and the coordinator's CPU (docs/results/scale.md). A
+process with one island makes batches of one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+
+from ..messages import CoordinatorReply, EvolveResult, IslandFailure
+from .cluster import root_message
+
+log = logging.getLogger("islands.driver")
+
+Batch = list[tuple[int, EvolveResult]]  # (island, result) of one host's call
+
+
+class IslandCalls:
+    """One call in flight per island (its host's batch), each island's inbox for its next
+    call, and the resubmission of calls lost to a dead or restarting actor."""
+
+    def __init__(self, handles: list[Any], k: int, max_restarts: int) -> None:
+        self.handles, self.k, self.max_restarts = handles, k, max_restarts
+        n = len(handles)
+        hosts: dict[int, int] = {}  # id(actor handle) -> host number
+        self.host_of = [hosts.setdefault(id(h.actor), len(hosts)) for h in handles]
+        self.actor_of = {self.host_of[i]: h.actor for i, h in enumerate(handles)}
+        self.queued: dict[int, list[int]] = {h: [] for h in self.actor_of}
+        self.busy_hosts: set[int] = set()
+        self.inbox: list[dict[str, Any]] = [self._empty() for _ in range(n)]
+        self.pending: dict[Any, tuple[int, list[int]]] = {}  # batch -> (host, islands)
+        self.sent: list[tuple] = [()] * n  # each island's call in flight: its arguments
+        self.retry_at: dict[int, float] = {}  # island -> when to resubmit its lost call
+        self.failures = [0] * n  # consecutive lost calls per island
+        self.lost = [0] * n  # calls lost to a dead/restarting actor, per island
+        self.alive = [True] * n
+        # whether the run wants candidate offers now (RunLoop: the tester's queue has room)
+        self.wants_offers: Callable[[], bool] = lambda: True
+
+    @staticmethod
+    def _empty() -> dict[str, Any]:
+        return {"immigrants": [], "obs_stats": None}
+
+    def submit(self, i: int, args: tuple | None = None) -> None:
+        """Queue island ``i``'s next call, with its inbox (or the given arguments again);
+        :meth:`flush` sends it."""
+        if args is None:
+            box, self.inbox[i] = self.inbox[i], self._empty()
+            args = (self.k, box["immigrants"] or None, box["obs_stats"],
+                    self.wants_offers())
+        self.sent[i] = args
+        self.queued[self.host_of[i]].append(i)
+
+    def flush(self) -> None:
+        """Send each idle host one batch with every call queued for it."""
+        for h, islands in self.queued.items():
+            if islands and h not in self.busy_hosts:
+                calls = [(i, *self.sent[i]) for i in islands]
+                self.pending[self.actor_of[h].evolve_batch.remote(calls)] = (h, islands)
+                self.busy_hosts.add(h)
+                self.queued[h] = []
+
+    def deliver(self, i: int, reply: CoordinatorReply) -> None:
+        self.inbox[i]["immigrants"].extend(reply.immigrants)
+        if reply.obs_stats is not None:
+            self.inbox[i]["obs_stats"] = reply.obs_stats
+
+    def resubmit_due(self, now: float) -> None:
+        for i in [i for i, t in self.retry_at.items() if now >= t]:
+            del self.retry_at[i]
+            self.submit(i, self.sent[i])  # the same migrants again: none are lost
+
+    def take(self, ref) -> tuple[list[int], Batch]:
+        """The islands of a finished batch, in order, and the (island, result) pairs of the
+        calls that succeeded; an island whose call was lost is resubmitted later (or dropped
+        when it keeps failing), one whose call raised is dropped."""
+        h, islands = self.pending.pop(ref)
+        self.busy_hosts.discard(h)
+        try:
+            results = ray.get(ref)
+        except ray.exceptions.RayActorError as e:
+            for i in islands:
+                self._lost(i, e)
+            return islands, []
+        except ray.exceptions.RayError as e:
+            results = [IslandFailure(i, root_message(e)) for i in islands]
+        out = []
+        for i, r in zip(islands, results, strict=True):
+            if isinstance(r, IslandFailure):
+                self.alive[i] = False
+                log.error("island %d failed and is dropped from the run: %s", i, r.message)
+            else:
+                self.failures[i] = 0
+                out.append((i, r))
+        return islands, out
+
+    def _lost(self, i: int, e: Exception) -> None:
+        # The island's process died: Ray restarts it (max_restarts) from its checkpoint;
+        # resubmit its call until it answers again.
+        self.failures[i] += 1
+        self.lost[i] += 1
+        died = isinstance(e, ray.exceptions.ActorDiedError)
+        if self.max_restarts == 0 or self.failures[i] > (5 if died else 60):
+            self.alive[i] = False
+            log.error("island %d died and is dropped from the run: %s", i, root_message(e))
+        else:
+            log.warning("island %d is unavailable (%s); resubmitting its call", i,
+                        type(e).__name__)
+            self.retry_at[i] = time.monotonic() + min(0.5 * self.failures[i], 2.0)
+
+    def busy(self) -> bool:
+        return bool(self.pending or self.retry_at or any(self.queued.values()))
+
+
+class CoordinatorOutbox:
+    """Island results on their way to the coordinator, one ``report_batch`` per host batch
+    (the batch's object ref: the coordinator reads it from the object store). Reports it
+    lost while it was down (it restarts from its checkpoint) are resent, with the best
+    result seen so far, so no emigrant and no hall-of-fame entry is lost."""
+
+    def __init__(self, coordinator, max_restarts: int) -> None:
+        self.coordinator, self.max_restarts = coordinator, max_restarts
+        # reply -> (island per position of the batch, None where it failed; batch ref)
+        self.in_flight: dict[Any, tuple[list[int | None], Any]] = {}
+        self.retry: list[tuple[list[int | None], Any]] = []
+        self.retry_at = 0.0
+        self.best_seen: tuple[float, list[int | None], Any] | None = None
+
+    def send(self, ids: list[int | None], ref, batch: Batch):
+        """Report a host batch: ``ids`` names the island at each position of the batch
+        ``ref`` holds (None: its call failed, nothing to report). Returns the reply's ref."""
+        reply = self.coordinator.report_batch.remote(ids, ref)
+        self.in_flight[reply] = (ids, ref)
+        fin = [float(x) for _, r in batch for x in r.emigrants.fitness if np.isfinite(x)]
+        if fin and (self.best_seen is None or max(fin) > self.best_seen[0]):
+            self.best_seen = (max(fin), ids, ref)
+        return reply
+
+    def resend_due(self, now: float) -> None:
+        if self.retry and now >= self.retry_at:
+            for ids, r in self.retry:
+                self.in_flight[self.coordinator.report_batch.remote(ids, r)] = (ids, r)
+            self.retry = []
+
+    def take(self, ref) -> list[tuple[int, CoordinatorReply]]:
+        """(island, reply) for each island of a finished report (none: lost or failed)."""
+        ids, batch_ref = self.in_flight.pop(ref)
+        try:
+            replies = ray.get(ref)
+        except ray.exceptions.RayActorError as e:
+            if self.max_restarts == 0:
+                log.error("coordinator report for islands %s failed: %s", _named(ids),
+                          root_message(e))
+            else:
+                self._buffer(ids, batch_ref, e)
+            return []
+        except ray.exceptions.RayError as e:
+            log.error("coordinator report for islands %s failed: %s", _named(ids),
+                      root_message(e))
+            return []
+        return [(i, r) for i, r in zip(ids, replies, strict=True) if i is not None]
+
+    def _buffer(self, ids: list[int | None], batch_ref, e: Exception) -> None:
+        if not self.retry:
+            log.warning("the coordinator is unavailable (%s); buffering reports for it",
+                        type(e).__name__)
+        self.retry.append((ids, batch_ref))
+        best = self.best_seen
+        if best is not None and all(r is not best[2] for _, r in self.retry):
+            self.retry.append((best[1], best[2]))
+        self.retry_at = time.monotonic() + 0.5
+
+
+def _named(ids: list[int | None]) -> str:
+    """``3`` or ``0,1,5``: the islands of a batch report."""
+    return ",".join(str(i) for i in ids if i is not None)
