@@ -3,7 +3,8 @@
 - ``island-NN`` / ``islands-NN-MM`` (:class:`IslandActor`): one
   :class:`~islands.island.core.IslandCore`, or several that share a CPU and so a process
   (``planning.HostSpec``), one call at a time; sizes torch and EnvPool threads from the CPU
-  share and picks CUDA when Ray gave it a GPU. The loop talks to each island through an
+  share and picks CUDA when Ray gave it a GPU. The loop calls its islands together
+  (``evolve_batch``: islands/runtime/calls.py) and checkpoints or asks each through an
   :class:`IslandRef`.
 - ``coordinator`` (:class:`CoordinatorActor`): a
   :class:`~islands.coordinator.CoordinatorCore`, plus the live status and global-best metric.
@@ -153,14 +154,12 @@ class IslandActor:
 
 
 class IslandRef:
-    """One island inside its :class:`IslandActor`: the calls the loop makes, routed by
-    island index; each returns an ObjectRef. ``actor`` is the process's handle (to kill)."""
+    """One island inside its :class:`IslandActor`: the per-island calls, routed by island
+    index; each returns an ObjectRef. ``actor`` is the process's handle (to kill, and for
+    the loop's batched ``evolve_batch``: islands/runtime/calls.py)."""
 
     def __init__(self, actor, index: int) -> None:
         self.actor, self.index = actor, index
-
-    def evolve(self, k: int = 1, immigrants=None, obs_stats=None, want_offers: bool = True):
-        return self.actor.evolve.remote(self.index, k, immigrants, obs_stats, want_offers)
 
     def checkpoint(self):
         return self.actor.checkpoint.remote(self.index)
