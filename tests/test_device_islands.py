@@ -37,6 +37,17 @@ def _record_inputs(core: IslandCore) -> list:
     return seen
 
 
+def _run(cfg):
+    """Start an archipelago on the session's Ray, run it to its stop; (infos, result)."""
+    arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
+    try:
+        arch.start()
+        infos = arch.wait_ready()
+        return infos, arch.run()
+    finally:
+        arch.shutdown()
+
+
 def test_an_nt_island_on_the_torch_backend_evaluates_its_tensors_as_the_host_path_would():
     native, host = _nt_island(), _nt_island()
     host._ask = host.strategy.ask  # the population through float64 numpy, as before
@@ -120,13 +131,7 @@ def test_a_mixed_run_torch_nt_island_and_envpool_cmaes_island_trade_migrants(ray
                              "migrants": 1, "migration_interval": 1, "time_budget": 12.0,
                              "generations": 100_000, "namespace": "t-device-mixed",
                              "island_specs": [NT, {"strategy": "cmaes"}]}))
-    arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
-    try:
-        arch.start()
-        infos = arch.wait_ready()
-        res = arch.run()
-    finally:
-        arch.shutdown()
+    infos, res = _run(cfg)
     assert [(i.strategy, i.backend, i.device) for i in infos] == [
         ("openai-es-nt", "torch", "cpu"), ("cmaes", "envpool", "cpu")]
     last = {r["island"]: r for r in res.rows}
@@ -154,12 +159,6 @@ def test_a_gpu_island_beside_a_cpu_island_in_one_run(ray_session):
                              "migration_interval": 1, "time_budget": 10.0,
                              "generations": 100_000, "namespace": "t-device-gpu",
                              "island_specs": [gpu, {"strategy": "cmaes"}]}))
-    arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
-    try:
-        arch.start()
-        infos = arch.wait_ready()
-        res = arch.run()
-    finally:
-        arch.shutdown()
+    infos, res = _run(cfg)
     assert [(i.backend, i.device) for i in infos] == [("torch", "cuda"), ("envpool", "cpu")]
     assert {r["island"] for r in res.rows if r["immigrants"] > 0} == {0, 1}
