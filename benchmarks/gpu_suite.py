@@ -577,6 +577,9 @@ def describe_device(device: torch.device) -> str:
 
 
 def git_commit() -> str:
+    """HEAD's hash; ``GIT_COMMIT`` where the copy has no .git (the GPU machine's)."""
+    if os.environ.get("GIT_COMMIT"):
+        return os.environ["GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True, timeout=30)
