@@ -378,7 +378,9 @@ def part_pytest_gpu(s: Suite, fig: dict) -> None:
         counts["errors" if word.startswith("error") else word] = int(n)
     if rc not in (0, 1, 5):  # 1: tests failed, 5: none collected; else pytest itself broke
         raise RuntimeError(f"pytest exit {rc}: {last or proc.stderr.strip()[-200:]}")
-    fig.update(rc=rc, **counts, summary=last)
+    fig.update(rc=rc, **counts, summary=last,
+               failures=[ln[:300] for ln in text.splitlines()
+                         if ln.startswith(("FAILED", "ERROR"))])
     if rc:
         fig.update(status="failed", reason=f"pytest exit {rc}: {last}")
 
@@ -464,7 +466,8 @@ def table_archipelago_scaling(p: dict) -> tuple[str, list[str], list[list[str]]]
 
 def table_pytest_gpu(p: dict) -> tuple[str, list[str], list[list[str]]]:
     head = ["rc", "passed", "failed", "skipped", "errors"]
-    return p["summary"], head, [[str(p[k]) for k in ("rc", "passed", "failed", "skipped",
+    note = "; ".join([p["summary"], *p.get("failures", [])])
+    return note, head, [[str(p[k]) for k in ("rc", "passed", "failed", "skipped",
                                                        "errors")]]
 
 

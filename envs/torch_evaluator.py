@@ -41,6 +41,15 @@ CHECK_EVERY = 16  # steps between host checks for "every episode has ended"
 COMPILE_MODES = (False, True, "default", "reduce-overhead", "max-autotune")
 
 
+def _clone(x):
+    """``x`` with every tensor in its nested tuples copied (None stays None)."""
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, tuple):
+        return tuple(_clone(v) for v in x)
+    return x
+
+
 def _rows(mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``mask (B,)`` shaped to broadcast against ``x (B, ...)``."""
     return mask.view(-1, *([1] * (x.dim() - 1)))
@@ -139,11 +148,17 @@ class TorchEvaluator(PopulationEvaluator):
         norm, acc = self._frozen_norm(obs)
         steps_run = 0
         for t in range(self.max_episode_steps):
-            if self.compile == "reduce-overhead":
+            graphs = self.compile == "reduce-overhead"
+            if graphs:
                 torch.compiler.cudagraph_mark_step_begin()
-            st, obs, alive, ret, length, bad, pstate, acc = self._step_fn(
-                params, st, obs, alive, ret, length, bad, pstate, norm, acc
-            )
+            out = self._step_fn(params, st, obs, alive, ret, length, bad, pstate, norm, acc)
+            if graphs:
+                # CUDA graphs reuse their output memory on the next replay; this step's
+                # outputs are the next step's inputs, so they leave the graph's pool (the
+                # H200 run without this: "accessing tensor output of CUDAGraphs that has
+                # been overwritten by a subsequent run", docs/results/gpu.md)
+                out = _clone(out)
+            st, obs, alive, ret, length, bad, pstate, acc = out
             steps_run = t + 1
             # the only host syncs: stop as soon as every episode has ended
             if steps_run % CHECK_EVERY == 0 and not bool(alive.any()):
