@@ -51,18 +51,25 @@ class CoordinatorSpec:
     migration_interval: int = 5
     obs_sync_interval: int = 5
     env: str = ""  # for the status table and metric tags
+    elastic: bool = False  # islands join and retire during the run (islands/elastic.py)
 
-    def make_topology(self) -> Topology:
-        return Topology(self.topology, self.n_islands, self.topology_degree, self.edges,
-                        seed=self.seed)
+    def make_topology(self, n: int | None = None, draw: int = 0) -> Topology:
+        """The graph over ``n`` islands (default: the start's); ``draw`` seeds a random
+        topology's draws apart after each change of the live islands."""
+        return Topology(self.topology, self.n_islands if n is None else n,
+                        self.topology_degree, self.edges,
+                        seed=self.seed if draw == 0 else [self.seed, draw])
 
 
 class CoordinatorCore:
     def __init__(self, spec: CoordinatorSpec, checkpoint: CheckpointSpec | None = None,
                  reconstructed: bool = False) -> None:
         self.spec = spec
-        self.n = int(spec.n_islands)
+        self.n = int(spec.n_islands)  # island indices 0..n-1 (retired ones included)
+        self.live = list(range(self.n))  # the islands in the topology, in index order
+        self.resizes = 0  # joins and retirements so far
         self.topology = spec.make_topology()
+        self._pos = {i: i for i in self.live}  # island -> its node in the topology
         self.mailbox: list[dict[int, Emigrants]] = [{} for _ in range(self.n)]
         self.last_emigration = [0] * self.n
         self.last_obs_sync = [0] * self.n
@@ -111,9 +118,48 @@ class CoordinatorCore:
         self.rounds += 1
         order = np.argsort(-f, kind="stable")[: self.spec.migrants]
         batch = Emigrants(P[order].copy(), f[order].copy(), int(i), g, sent_at)
-        for dst in self.topology.targets(int(i)):
+        for dst in self.targets(int(i)):
             self.mailbox[dst][int(i)] = batch
             self.sent[i] += len(order)
+
+    def targets(self, i: int) -> list[int]:
+        """Where island ``i``'s emigrants go: the topology over the live islands (none for
+        an island that has retired)."""
+        p = self._pos.get(int(i))
+        return [] if p is None else [self.live[q] for q in self.topology.targets(p)]
+
+    # ---- an elastic archipelago --------------------------------------------------------
+    def join(self, indices: list[int]) -> None:
+        """Islands ``indices`` join the topology; an index past every one so far makes room
+        up to it (islands may finish starting out of order: 5 may join before 4)."""
+        new = sorted({int(i) for i in indices} - set(self.live))
+        if not new:
+            return
+        grow = max(0, new[-1] + 1 - self.n)
+        self.mailbox += [{} for _ in range(grow)]
+        for lst in (self.last_emigration, self.last_obs_sync, self.sent, self.delivered):
+            lst += [0] * grow
+        self.n += grow
+        self._relink(self.live + new)
+
+    def retire(self, indices: list[int]) -> None:
+        """Islands ``indices`` leave the topology; their mail is dropped (the hall of fame
+        already holds anything they were the best at)."""
+        gone = {int(i) for i in indices} & set(self.live)
+        for i in gone:
+            self.mailbox[i] = {}
+        if gone:
+            self._relink([i for i in self.live if i not in gone])
+
+    def _relink(self, live: list[int]) -> None:
+        """The topology over ``live`` (ring: around the live islands in index order), then a
+        checkpoint, so that a coordinator restarted by Ray knows the islands of now."""
+        self.live, self.resizes = sorted(live), self.resizes + 1
+        self._pos = {i: p for p, i in enumerate(self.live)}
+        if self.live:
+            self.topology = self.spec.make_topology(len(self.live), self.resizes)
+        if self.storage is not None:
+            self.checkpoint()
 
     def _merge_obs(self, delta: dict[str, Any]) -> None:
         from policies.obsnorm import RunningMeanStd
@@ -135,7 +181,8 @@ class CoordinatorCore:
 
     def stats(self) -> dict[str, Any]:
         return {"reports": self.reports, "rounds": self.rounds, "sent": list(self.sent),
-                "delivered": list(self.delivered), "hof": vars(self.hof_summary())}
+                "delivered": list(self.delivered), "hof": vars(self.hof_summary()),
+                "live": len(self.live)}
 
     # ---- checkpoints -------------------------------------------------------------------
     def _init_checkpoints(self, ck: CheckpointSpec | None, reconstructed: bool) -> None:
@@ -177,7 +224,7 @@ class CoordinatorCore:
         return {
             "format": CHECKPOINT_FORMAT,
             "kind": "coordinator",
-            "n": self.n,
+            "n": self.n, "live": list(self.live), "resizes": self.resizes,
             "mailbox": [{str(s): vars(b) for s, b in box.items()} for box in self.mailbox],
             "last_emigration": list(self.last_emigration),
             "last_obs_sync": list(self.last_obs_sync),
@@ -190,8 +237,10 @@ class CoordinatorCore:
     def set_state(self, s: dict[str, Any]) -> None:
         from policies.obsnorm import RunningMeanStd
 
-        if int(s.get("n", self.n)) != self.n:
+        n = int(s.get("n", self.n))
+        if n != self.n and not self.spec.elastic:
             raise ValueError(f"the state is for {s.get('n')} islands, this run has {self.n}")
+        self.n = n  # an elastic run's islands of the checkpoint (joined since the start)
         self.mailbox = [{int(k): Emigrants(**b) for k, b in box.items()}
                         for box in s["mailbox"]]
         self.last_emigration = [int(x) for x in s["last_emigration"]]
@@ -201,4 +250,9 @@ class CoordinatorCore:
         self.rounds, self.reports = int(s["rounds"]), int(s["reports"])
         self.hof = HallOfFame(**s["hof"])
         self.obs = None if s["obs"] is None else RunningMeanStd.from_state_dict(s["obs"])
-        self.topology.load_state_dict(s["topology"])
+        live = [int(i) for i in s.get("live", range(n))]
+        self.resizes = int(s.get("resizes", 0))
+        self.live, self._pos = live, {i: p for p, i in enumerate(live)}
+        if live:
+            self.topology = self.spec.make_topology(len(live), self.resizes)
+            self.topology.load_state_dict(s["topology"])

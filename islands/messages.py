@@ -123,6 +123,7 @@ class EvolveResult:
     obs_stats: dict[str, Any] | None = None  # the statistics this call normalized with
     # seconds from each immigrant batch's emigration (its sent_at) to this call taking it
     migration_latency_s: list[float] = field(default_factory=list)
+    node: str = ""  # Ray node id of the process that ran the call (set by the actor)
 
 
 @dataclass

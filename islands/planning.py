@@ -55,6 +55,9 @@ class IslandSpec:
     # immigrants re-evaluated on this many fresh episodes beside the center (0: not; screen.py)
     migrant_episodes: int = 0
     backend: str | None = None  # this island's evaluator backend (None: the run's)
+    # where its strategy starts (None: the policy's random init); an elastic run's new
+    # islands start at the hall of fame's genome (islands/runtime/elastic.py)
+    x0: tuple[float, ...] | None = None
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -147,6 +150,13 @@ def plan_islands(cfg: Config, node_cpus: list[float] | None = None) -> list[Isla
         share = default_cpu_share(cfg.islands, node_cpus or [1.0])
     entries = cfg.island_specs or [{}] * cfg.islands
     return [_island_spec(cfg, i, dict(entries[i]), share) for i in range(cfg.islands)]
+
+
+def new_island_spec(cfg: Config, i: int, share: float, x0=None) -> IslandSpec:
+    """Island ``i`` of an elastic run, joining after the start: planned as the start's
+    islands are (round-robin strategy, the run's settings), starting at ``x0``."""
+    spec = _island_spec(cfg, i, {}, share)
+    return spec if x0 is None else spec.replace(x0=tuple(float(v) for v in x0))
 
 
 def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> IslandSpec:

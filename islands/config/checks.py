@@ -12,7 +12,7 @@ from policies import POLICIES, check_options
 from .. import topology as topo
 from ..island.restarts import RESTART_POLICIES
 from ..strategies import STRATEGIES
-from .schema import Config, ConfigError, flag, strategies_of
+from .schema import Config, ConfigError, elastic_range, flag, strategies_of
 
 _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations",
              "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
@@ -30,6 +30,7 @@ def check(c: Config) -> None:
     check_island_specs(c)
     check_policy(c)
     check_topology(c)
+    check_elastic(c)
     check_device(c)
     check_loggers(c)
 
@@ -124,6 +125,25 @@ def check_policy(c: Config) -> None:
         check_options(c.policy, c.policy_options)
     except ValueError as e:
         raise ConfigError(f"--policy-options: {e}") from None
+
+
+def check_elastic(c: Config) -> None:
+    """An elastic run's start count in its range, and nothing that fixes the islands' list:
+    per-island specs, explicit edges, a debug exit, or a resume (its checkpoints name the
+    islands of the run that wrote them)."""
+    span = elastic_range(c)
+    if span is None:
+        return
+    lo, hi = span
+    if not lo <= c.islands <= hi:
+        raise ConfigError(f"--islands {c.islands} is outside --elastic {c.elastic}")
+    for name, fixed in (("island_specs", c.island_specs is not None),
+                        ("--topology edges", c.topology == "edges"),
+                        ("--debug-exit-island", c.debug_exit_island is not None),
+                        ("--resume", c.resume is not None)):
+        if fixed:
+            raise ConfigError(f"--elastic does not go with {name}: it fixes the list of "
+                              "islands, which an elastic run changes")
 
 
 def check_topology(c: Config) -> None:

@@ -185,6 +185,20 @@ def _resources(v: Any) -> Any:
     return {str(k): a for k, a in v.items()} if isinstance(v, dict) else v
 
 
+def _elastic(v: Any) -> Any:
+    """``MIN:MAX`` (island counts, 1 <= MIN <= MAX) -> the same, normalized; none: unset."""
+    if _is_none(v):
+        return None
+    lo, sep, hi = str(v).strip().partition(":")
+    try:
+        lo_n, hi_n = int(lo), int(hi)
+    except ValueError:
+        _expected("MIN:MAX island counts, e.g. 2:16")
+    if not sep or lo_n < 1 or hi_n < lo_n:
+        _problem("needs MIN:MAX with 1 <= MIN <= MAX, e.g. 2:16", got=True)
+    return f"{lo_n}:{hi_n}"
+
+
 # ---- the kinds ----------------------------------------------------------------------------
 def _unset(v: Any) -> Any:
     return None if _is_none(v) else v
@@ -219,6 +233,7 @@ KINDS: dict[str, tuple[Any, str | None]] = {
     "hidden": (Annotated[list[Int] | None, _or_none(_positive_sizes), BeforeValidator(_layers),
                          _AUTO], "comma-separated layer sizes like 64,64, or linear"),
     "edges": (Annotated[str | None, BeforeValidator(_edges)], None),
+    "elastic": (Annotated[str | None, BeforeValidator(_elastic)], None),
     "resources": (Annotated[dict[str, Float], Strict(), BeforeValidator(_resources)], None),
 }
 

@@ -180,6 +180,12 @@ class Config:
     wait_for_nodes: float = _opt(
         600.0, "on a cluster with an autoscaler: seconds to wait for the nodes the islands "
         "need (elsewhere a run that does not fit fails at once)", "float", metavar="SECONDS")
+    elastic: str | None = _opt(
+        None, "grow and shrink with the cluster between MIN and MAX islands: nodes that join "
+        "get new islands (seeded from the hall of fame), islands of lost nodes move to free "
+        "CPUs or retire; --islands is then the start (default MIN), --cpus-per-island the "
+        "share each new island takes (default 1); see islands/elastic.py", "elastic",
+        metavar="MIN:MAX")
     islands_per_process: int | None = _opt(
         None, "islands hosted by one Ray worker process; default: islands with less than one "
         "CPU each share a process per CPU (16 islands on 2 CPUs: 2 processes), others get "
@@ -289,3 +295,11 @@ def policy_options(cfg: Config) -> dict[str, Any]:
 def strategies_of(cfg: Config) -> list[str]:
     """The strategy names of ``--strategy`` in order (assigned to islands round-robin)."""
     return [s.strip() for s in (cfg.strategy or "").split(",") if s.strip()]
+
+
+def elastic_range(cfg: Config) -> tuple[int, int] | None:
+    """``--elastic MIN:MAX`` as (MIN, MAX); None for a fixed archipelago."""
+    if not cfg.elastic:
+        return None
+    lo, _, hi = cfg.elastic.partition(":")
+    return int(lo), int(hi)

@@ -62,7 +62,8 @@ class IslandCore:
                             else Reevaluator(eval_spec, self.num_threads, device))
         self.dim = int(self.evaluator.num_params)
         seed = strategy_seed(self.run_seed, self.index)
-        x0 = self.evaluator.policy.init_params(np.random.default_rng(seed))
+        x0 = (self.evaluator.policy.init_params(np.random.default_rng(seed))
+              if spec.x0 is None else np.asarray(spec.x0, dtype=np.float64))
         make = functools.partial(strategies.make, spec.strategy, self.dim,
                                  **self._strategy_options())
         self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))

@@ -31,15 +31,19 @@ class Display:
         self.mode = "off" if quiet else ("live" if self.stream.isatty() else "log")
         self.env = env
         self.log_interval = float(log_interval)
-        self.rows: dict[int, dict[str, Any]] = {
-            s.index: {"strategy": s.strategy, "generation": 0,
-                      "best_so_far": -math.inf, "fitness_mean": math.nan,
-                      "evals_per_s": 0.0, "immigrants": 0, "restarts": 0,
-                      "episodes_per_eval": s.episodes} for s in plan}
+        self.rows: dict[int, dict[str, Any]] = {s.index: self._blank(s.strategy, s.episodes)
+                                                for s in plan}
         self.status: dict[str, Any] = {}
         self._live = None
         self._last_log = time.monotonic()
         self._n_tests = 0
+        self._n_events = 0  # an elastic run's events shown so far
+
+    @staticmethod
+    def _blank(strategy: str, episodes: int) -> dict[str, Any]:
+        return {"strategy": strategy, "generation": 0, "best_so_far": -math.inf,
+                "fitness_mean": math.nan, "evals_per_s": 0.0, "immigrants": 0,
+                "restarts": 0, "episodes_per_eval": episodes}
 
     def __enter__(self) -> Display:
         if self.mode == "live":
@@ -61,7 +65,9 @@ class Display:
             self._live = None
 
     def update(self, rep: dict[str, Any], status: dict[str, Any]) -> None:
-        self.rows[rep["island"]].update(
+        # an island that joined an elastic run gets its row with its first report
+        self.rows.setdefault(rep["island"], self._blank(
+            rep.get("strategy", ""), rep.get("episodes_per_eval", 1))).update(
             {k: rep[k] for k in ("generation", "best_so_far", "fitness_mean", "evals_per_s",
                                  "immigrants")},
             # (rows of runs before restarts / the episode schedule lack them)
@@ -69,6 +75,7 @@ class Display:
             episodes_per_eval=rep.get("episodes_per_eval", self.rows[rep["island"]]
                                       ["episodes_per_eval"]))
         self.status = status
+        self._elastic_events(status.get("elastic") or [])
         if self.mode != "log":
             return
         tests = status.get("tests") or []
@@ -81,6 +88,19 @@ class Display:
             self._last_log = now
             for line in self.lines():
                 self.message(line)
+
+    def _elastic_events(self, events: list[dict[str, Any]]) -> None:
+        """One line per new event of an elastic run; a retired island's row says so."""
+        for e in events[self._n_events:]:
+            node = f" on node {e['node'][:8]}" if e.get("node") else ""
+            ids = ",".join(map(str, e["islands"]))
+            self.message(f"elastic: island{'s' * (len(e['islands']) > 1)} {ids} "
+                         f"{e['kind']}{node} ({e['why']}); {e['live']} live")
+            if e["kind"] == "retired":
+                for i in e["islands"]:
+                    if i in self.rows:
+                        self.rows[i]["strategy"] += " (retired)"
+        self._n_events = len(events)
 
     def _global_best(self) -> float:
         return max((r["best_so_far"] for r in self.rows.values()), default=-math.inf)
@@ -113,8 +133,10 @@ class Display:
                 if tests else "")
         target = self.status.get("target")
         tgt = f" / target {_fmt(target)}" if target is not None else ""
+        events = self.status.get("elastic") or []
+        live = f" | {events[-1]['live']} islands live" if events else ""
         table = Table(title=f"{self.env}  {t:.0f}s  global best {_fmt(self._global_best())}"
-                      f"{tgt}{last}")
+                      f"{tgt}{last}{live}")
         for col in ("island", "strategy", "generation", "best", "mean", "evals/s",
                     "immigrants", "restarts", "ep/eval"):
             table.add_column(col, justify="left" if col == "strategy" else "right")

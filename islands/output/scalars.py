@@ -41,13 +41,10 @@ class ScalarLog:
                  wandb_project: str | None = None, config: dict[str, Any] | None = None
                  ) -> None:
         self.writers: dict[str, Any] = {}
+        self.root = Path(run_dir) / TB_DIR if tensorboard else None
         if tensorboard:
-            from tensorboardX import SummaryWriter
-
-            root = Path(run_dir) / TB_DIR
             names = [f"island-{i:02d}" for i in range(islands)] + ["archipelago"]
-            self.writers = {n: SummaryWriter(str(root / n), flush_secs=FLUSH_SECS)
-                            for n in names}
+            self.writers = {n: self._writer(n) for n in names}
         self.wandb = None
         if wandb_project is not None:
             import wandb
@@ -58,6 +55,11 @@ class ScalarLog:
             self.wandb.define_metric("*", step_metric="env_steps")
         self.tests_seen = 0
         self.step = 0
+
+    def _writer(self, name: str):
+        from tensorboardX import SummaryWriter
+
+        return SummaryWriter(str(self.root / name), flush_secs=FLUSH_SECS)
 
     def log(self, row: dict[str, Any], status: dict[str, Any]) -> None:
         """One island report (a metrics.parquet row) and the archipelago's state after it."""
@@ -73,6 +75,8 @@ class ScalarLog:
             arch["test/mean"] = tests[-1].get("mean")
         arch = {k: v for k, v in arch.items() if _finite(v)}
         name = f"island-{int(row['island']):02d}"
+        if self.writers and name not in self.writers:  # joined an elastic run
+            self.writers[name] = self._writer(name)
         if self.writers:
             for tag, v in island.items():
                 self.writers[name].add_scalar(tag, float(v), step)

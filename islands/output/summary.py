@@ -74,6 +74,8 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         # what failed at the end without stopping the run (the final candidate test, a
         # report the coordinator could not take): {"where", "message"}, also logged
         "errors": list(result.errors),
+        # --elastic: the range, islands joined / retired / moved, and every change in order
+        "elastic": result.elastic,
     }
 
 

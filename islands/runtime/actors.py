@@ -109,6 +109,7 @@ class IslandActor:
                                                      eval_spec.env_id)
         # evaluators that wait rather than compute (synthetic ``wait_ms``): the batch
         # waits once for its longest, as if each island's simulator ran on its own
+        self.node = ray.get_runtime_context().get_node_id()  # stamped on every result
         self.waits = evaluator_waits(eval_spec)
         for core in self.cores.values():
             core.evaluator.defer_waits = self.waits
@@ -127,6 +128,9 @@ class IslandActor:
         others go on."""
         t0 = time.monotonic()
         out = [self._evolve_one(c) for c in calls]
+        for r in out:  # where it ran: a restarted process may be on another node now
+            if isinstance(r, EvolveResult):
+                r.node = self.node
         if self.waits:
             owed = max(self.cores[int(c[0])].evaluator.take_owed() for c in calls)
             time.sleep(max(0.0, t0 + owed - time.monotonic()))
@@ -184,6 +188,7 @@ class CoordinatorActor:
             # inside report() would stall every reply for seconds.
             import policies.obsnorm  # noqa: F401
         self.core = CoordinatorCore(spec, checkpoint, reconstructed=was_reconstructed())
+        self.monitor.set_live(len(self.core.live))
 
     def report(self, i: int, result: EvolveResult) -> CoordinatorReply:
         reply = self.core.report(i, result)
@@ -199,6 +204,18 @@ class CoordinatorActor:
 
     def checkpoint(self) -> int:
         return self.core.checkpoint()
+
+    def join(self, indices: list[int]) -> int:
+        """New islands join the topology (an elastic run); returns the live count."""
+        self.core.join(indices)
+        self.monitor.set_live(len(self.core.live))
+        return len(self.core.live)
+
+    def retire(self, indices: list[int]) -> int:
+        """Islands leave the topology (an elastic run); returns the live count."""
+        self.core.retire(indices)
+        self.monitor.set_live(len(self.core.live))
+        return len(self.core.live)
 
     def status(self) -> dict[str, Any]:
         """Latest report per island, hall-of-fame summary, migration stats."""

@@ -45,7 +45,7 @@ def coordinator_spec(cfg: Config) -> CoordinatorSpec:
         n_islands=cfg.islands, topology=cfg.topology, topology_degree=cfg.topology_degree,
         edges=cfg.edges, seed=cfg.seed, migrants=cfg.migrants,
         migration_interval=cfg.migration_interval, obs_sync_interval=cfg.obs_sync_interval,
-        env=cfg.env)
+        env=cfg.env, elastic=cfg.elastic is not None)
 
 
 class Archipelago:
@@ -79,29 +79,57 @@ class Archipelago:
                 continue
             raise ResourceError(f"actor {name!r} already exists in Ray namespace {ns!r}: "
                                 f"another run is active there; pass --namespace")
-        uri = cfg.checkpoint_uri
-        ckpt = None if uri is None else CheckpointSpec(
-            uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
-        # Restarted actors reload their checkpoints; failed calls are resubmitted by the
-        # loop (max_task_retries=0: Ray's retries do not keep the order of calls).
-        ft = dict(max_restarts=cfg.max_restarts, max_task_retries=0)
+        ckpt = self._checkpoint_spec()
         self.coordinator = CoordinatorActor.options(
-            name=COORDINATOR_NAME, namespace=ns, **ft
+            name=COORDINATOR_NAME, namespace=ns, **self._fault_tolerance()
         ).remote(coordinator_spec(cfg), ckpt, bool(cfg.obs_norm))
-        eval_spec = cfg.eval_spec()
         refs: dict[int, IslandRef] = {}
         for host in self.hosts:
-            need = host.needs()
-            opts: dict[str, Any] = dict(name=host.name, namespace=ns,
-                                        num_cpus=need.pop("CPU", 0.0),
-                                        num_gpus=need.pop("GPU", 0.0), **ft)
-            if need:
-                opts["resources"] = need
-            actor = IslandActor.options(**opts).remote(
-                list(host.islands), eval_spec, cfg.seed, cfg.device, ckpt)
-            self.actors.append(actor)
-            refs.update({s.index: IslandRef(actor, s.index) for s in host.islands})
+            refs.update(self._start_host(host, ckpt))
         self.islands = [refs[s.index] for s in self.plan]
+
+    def _fault_tolerance(self) -> dict[str, int]:
+        # Restarted actors reload their checkpoints; failed calls are resubmitted by the
+        # loop (max_task_retries=0: Ray's retries do not keep the order of calls).
+        return dict(max_restarts=self.cfg.max_restarts, max_task_retries=0)
+
+    def _checkpoint_spec(self) -> CheckpointSpec | None:
+        cfg = self.cfg
+        return None if cfg.checkpoint_uri is None else CheckpointSpec(
+            cfg.checkpoint_uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
+
+    def _start_host(self, host: HostSpec, ckpt: CheckpointSpec | None) -> dict[int, IslandRef]:
+        """Create one host's actor (it builds its islands while the caller goes on)."""
+        need = host.needs()
+        opts: dict[str, Any] = dict(name=host.name, namespace=self.cfg.namespace,
+                                    num_cpus=need.pop("CPU", 0.0),
+                                    num_gpus=need.pop("GPU", 0.0), **self._fault_tolerance())
+        if need:
+            opts["resources"] = need
+        actor = IslandActor.options(**opts).remote(
+            list(host.islands), self.cfg.eval_spec(), self.cfg.seed, self.cfg.device, ckpt)
+        self.actors.append(actor)
+        return {s.index: IslandRef(actor, s.index) for s in host.islands}
+
+    def add_islands(self, specs: list[IslandSpec]) -> list[tuple[IslandSpec, IslandRef]]:
+        """Start islands that join a running archipelago (``--elastic``): new hosts, placed
+        by Ray wherever their resources are free (the nodes that joined). Returns each
+        island's spec and handle; the caller waits for their ``info()``."""
+        hosts = group_islands(specs, self.cfg.islands_per_process)
+        ckpt = self._checkpoint_spec()
+        out = []
+        for host in hosts:
+            refs = self._start_host(host, ckpt)
+            out += [(s, refs[s.index]) for s in host.islands]
+        self.hosts += hosts
+        self.plan += [s for s, _ in out]
+        self.islands += [h for _, h in out]
+        return out
+
+    def joined(self, info: IslandInfo) -> None:
+        """An island from :meth:`add_islands` is built: its info, in island order."""
+        self.infos.append(info)
+        self.infos.sort(key=lambda x: x.island)
 
     def wait_ready(self, timeout: float = 300) -> list[IslandInfo]:
         """Block until every island is constructed; StartError with the island's own

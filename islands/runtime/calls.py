@@ -33,22 +33,52 @@ class IslandCalls:
     call, and the resubmission of calls lost to a dead or restarting actor."""
 
     def __init__(self, handles: list[Any], k: int, max_restarts: int) -> None:
-        self.handles, self.k, self.max_restarts = handles, k, max_restarts
-        n = len(handles)
-        hosts: dict[int, int] = {}  # id(actor handle) -> host number
-        self.host_of = [hosts.setdefault(id(h.actor), len(hosts)) for h in handles]
-        self.actor_of = {self.host_of[i]: h.actor for i, h in enumerate(handles)}
-        self.queued: dict[int, list[int]] = {h: [] for h in self.actor_of}
+        self.k, self.max_restarts = k, max_restarts
+        self._hosts: dict[int, int] = {}  # id(actor handle) -> host number
+        self.host_of: list[int] = []
+        self.actor_of: dict[int, Any] = {}
+        self.queued: dict[int, list[int]] = {}
         self.busy_hosts: set[int] = set()
-        self.inbox: list[dict[str, Any]] = [self._empty() for _ in range(n)]
+        self.inbox: list[dict[str, Any]] = []
         self.pending: dict[Any, tuple[int, list[int]]] = {}  # batch -> (host, islands)
-        self.sent: list[tuple] = [()] * n  # each island's call in flight: its arguments
+        self.sent: list[tuple] = []  # each island's call in flight: its arguments
         self.retry_at: dict[int, float] = {}  # island -> when to resubmit its lost call
-        self.failures = [0] * n  # consecutive lost calls per island
-        self.lost = [0] * n  # calls lost to a dead/restarting actor, per island
-        self.alive = [True] * n
+        self.failures: list[int] = []  # consecutive lost calls per island
+        self.lost: list[int] = []  # calls lost to a dead/restarting actor, per island
+        self.alive: list[bool] = []
+        self.retired: set[int] = set()  # islands an elastic run let go (not failures)
+        for h in handles:
+            self.add(h)
         # whether the run wants candidate offers now (RunLoop: the tester's queue has room)
         self.wants_offers: Callable[[], bool] = lambda: True
+
+    def add(self, handle) -> int:
+        """One more island (its ``IslandRef``), numbered after the others; returns its
+        index. Islands of one actor share a host."""
+        h = self._hosts.setdefault(id(handle.actor), len(self._hosts))
+        self.actor_of[h] = handle.actor
+        self.queued.setdefault(h, [])
+        self.host_of.append(h)
+        self.inbox.append(self._empty())
+        self.sent.append(())
+        self.failures.append(0)
+        self.lost.append(0)
+        self.alive.append(True)
+        return len(self.alive) - 1
+
+    def islands_of(self, h: int) -> list[int]:
+        return [i for i, x in enumerate(self.host_of) if x == h and self.alive[i]]
+
+    def retire_host(self, h: int) -> list[int]:
+        """Stop calling host ``h``'s islands (an elastic run retires them); returns them.
+        A batch of theirs still in flight is taken and dropped."""
+        islands = self.islands_of(h)
+        for i in islands:
+            self.alive[i] = False
+            self.retired.add(i)
+            self.retry_at.pop(i, None)
+        self.queued[h] = []
+        return islands
 
     @staticmethod
     def _empty() -> dict[str, Any]:
@@ -56,7 +86,9 @@ class IslandCalls:
 
     def submit(self, i: int, args: tuple | None = None) -> None:
         """Queue island ``i``'s next call, with its inbox (or the given arguments again);
-        :meth:`flush` sends it."""
+        :meth:`flush` sends it. A retired island is not called again."""
+        if i in self.retired:
+            return
         if args is None:
             box, self.inbox[i] = self.inbox[i], self._empty()
             args = (self.k, box["immigrants"] or None, box["obs_stats"],
@@ -89,6 +121,8 @@ class IslandCalls:
         when it keeps failing), one whose call raised is dropped."""
         h, islands = self.pending.pop(ref)
         self.busy_hosts.discard(h)
+        if all(i in self.retired for i in islands):
+            return islands, []
         try:
             results = ray.get(ref)
         except ray.exceptions.RayActorError as e:
@@ -99,6 +133,8 @@ class IslandCalls:
             results = [IslandFailure(i, root_message(e)) for i in islands]
         out = []
         for i, r in zip(islands, results, strict=True):
+            if i in self.retired:
+                continue
             if isinstance(r, IslandFailure):
                 self.alive[i] = False
                 log.error("island %d failed and is dropped from the run: %s", i, r.message)

@@ -17,7 +17,7 @@ from typing import Any
 
 import ray
 
-from ..config import Config, ConfigError, default_out_dir, resolve
+from ..config import Config, ConfigError, default_out_dir, elastic_range, resolve
 from ..output.rundir import RunDir, check_new
 from ..output.summary import write_outputs
 from ..placement import place_by_node_type
@@ -78,6 +78,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         if autoscaled:  # placed: the islands' actors keep their nodes busy now
             withdraw_request()
             autoscaled = False
+        autoscaled = _ask_for_elastic_room(cfg, plan)
         startup_s = time.monotonic() - t_start
         rd = RunDir(out) if resume else RunDir.create(out)
         if resume:
@@ -124,6 +125,19 @@ def _plan(cfg: Config, nodes: list[dict[str, float]], display: bool
     nodes = wait_for_nodes(bundles, fits, cfg.wait_for_nodes,
                            say=lambda m: print(m, flush=True) if display else None)
     return plan_on(nodes), nodes, True
+
+
+def _ask_for_elastic_room(cfg: Config, plan) -> bool:
+    """An elastic run on a cluster with an autoscaler asks it for room for ``MAX`` islands,
+    and grows onto the nodes it adds (withdrawn at the end of the run). Returns whether it
+    asked."""
+    span = elastic_range(cfg)
+    if span is None or not autoscaler_running(wait_s=5.0):
+        return False
+    from ray.autoscaler.sdk import request_resources
+
+    request_resources(bundles=[plan[0].needs()] * span[1])
+    return True
 
 
 def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool,

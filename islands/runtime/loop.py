@@ -38,9 +38,11 @@ import numpy as np
 import ray
 
 from ..candidates import Candidate, CandidateQueue, choose_solution, passes, untested
+from ..config import elastic_range
 from ..messages import EvolveResult, IslandInfo
 from .calls import CoordinatorOutbox, IslandCalls
 from .cluster import root_message
+from .elastic import Elastic
 
 log = logging.getLogger("islands.driver")
 LATENCY_SAMPLES = 100_000  # migration latencies kept for the summary's percentiles
@@ -67,6 +69,8 @@ class RunResult:
     # seconds from emigration to the receiving island's call taking the batch (the last
     # LATENCY_SAMPLES of them)
     migration_latency_s: list[float] = dataclasses.field(default_factory=list)
+    # an elastic run's range, counts and events (runtime/elastic.py); None: fixed islands
+    elastic: dict[str, Any] | None = None
 
 
 class RunLoop:
@@ -100,8 +104,10 @@ class RunLoop:
         self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
         # coordinator reply -> (islands whose next call waits for it, until when)
         self.awaiting: dict[Any, tuple[list[int], float]] = {}
+        self.elastic = Elastic(self) if elastic_range(self.cfg) else None
         self.status = {"hof": self.hof, "elapsed": 0.0, "tests": self.tests,
-                       "target": self.cfg.target, "rows": self.rows}
+                       "target": self.cfg.target, "rows": self.rows,
+                       "elastic": [] if self.elastic is None else self.elastic.events}
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> str:
@@ -128,6 +134,8 @@ class RunLoop:
             self.stop_reason = "interrupted"
             return True
         self.outbox.resend_due(now)
+        if self.elastic is not None:
+            self.elastic.poll(now)
         self._resubmit_overdue(now)
         self.calls.resubmit_due(now)
         budget = self.cfg.time_budget
@@ -154,6 +162,8 @@ class RunLoop:
         self.calls.flush()
         refs = list(self.outbox.in_flight) + list(self.calls.pending)
         refs += [self.test_ref] if self.test_ref is not None else []
+        joining = {} if self.elastic is None else self.elastic.joining
+        refs += list(joining)
         budget = self.cfg.time_budget
         timeout = 1.0 if budget is None else max(
             0.0, min(1.0, budget - (time.monotonic() - self.t_start)))
@@ -173,6 +183,8 @@ class RunLoop:
                 self.on_coordinator_reply(ref)
             elif self.test_ref is not None and ref == self.test_ref:
                 self.on_test_result()
+            elif ref in joining:
+                self.elastic.on_joined(ref)
         self._maybe_start_test()
 
     # ---- handlers ----------------------------------------------------------------------
@@ -194,6 +206,8 @@ class RunLoop:
         self.awaiting[reply] = (due, time.monotonic() + REPLY_WAIT_S)
 
     def _on_result(self, i: int, result: EvolveResult) -> None:
+        if self.elastic is not None:
+            self.elastic.saw(i, result.node)
         row = result.report.row()
         row["wall_s"] = time.monotonic() - self.t0
         self._add_to_totals(self.latest.get(i, {}), row)
@@ -289,8 +303,10 @@ class RunLoop:
         it has none yet (not when interrupted: the user wants out now)."""
         arch, wall_s = self.arch, time.monotonic() - self.t0
         hof, cstats, errors = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
-        arch.final_checkpoint([h for h, a in zip(arch.islands, self.calls.alive, strict=True)
-                               if a])
+        starting = set() if self.elastic is None else {
+            spec.index for spec, _, _ in self.elastic.joining.values()}
+        arch.final_checkpoint([h for i, (h, a) in enumerate(zip(
+            arch.islands, self.calls.alive, strict=True)) if a and i not in starting])
         for actor in arch.actors:
             ray.kill(actor, no_restart=True)
         interrupted = self.stop_reason == "interrupted"
@@ -306,7 +322,8 @@ class RunLoop:
             test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
             totals=dict(self._totals), offers_rejected=self.queue.rejected,
-            errors=errors + self.errors, migration_latency_s=list(self.latencies))
+            errors=errors + self.errors, migration_latency_s=list(self.latencies),
+            elastic=None if self.elastic is None else self.elastic.summary())
 
     def _finish_running_test(self) -> None:
         if self.test_ref is None or self.passed:

@@ -18,6 +18,8 @@ exported name                     kind       value
 ``ray_islands_immigrants_total``  counter    migrant genomes accepted
 ``ray_islands_restarts_total``    counter    strategy restarts against stagnation
 ``ray_islands_generation_seconds`` histogram seconds per generation (call time / k)
+``ray_islands_live``              gauge      islands in the archipelago now (coordinator;
+                                             an elastic run's count moves, ``--elastic``)
 ===============================  =========  ==============================================
 
 Tags: ``island`` (the actor name, ``island-00``), ``strategy``, ``env``. Ray adds its own
@@ -41,7 +43,7 @@ GENERATION_SECONDS_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
                                  25.0, 50.0, 100.0, 300.0]
 METRIC_NAMES = ("islands_best_fitness", "islands_generation", "islands_evals_per_second",
                 "islands_global_best", "islands_env_steps", "islands_immigrants",
-                "islands_restarts", "islands_generation_seconds")
+                "islands_restarts", "islands_generation_seconds", "islands_live")
 
 _METRICS: dict[str, Any] | None = None
 
@@ -67,6 +69,7 @@ def _metrics() -> dict[str, Any]:
             "immigrants": Counter("islands_immigrants", "migrant genomes accepted", TAG_KEYS),
             "restarts": Counter("islands_restarts", "strategy restarts against stagnation",
                                 TAG_KEYS),
+            "live": Gauge("islands_live", "islands in the archipelago now", ("env",)),
             "generation_seconds": Histogram(
                 "islands_generation_seconds", "wall-clock seconds per generation",
                 GENERATION_SECONDS_BOUNDARIES, TAG_KEYS),
@@ -153,6 +156,13 @@ class CoordinatorMonitor:
             if not self._warned:
                 self._warned = True
                 log.warning("coordinator: recording metrics failed: %s", e)
+
+    def set_live(self, n: int) -> None:
+        """The ``islands_live`` gauge: islands in the topology now."""
+        try:
+            _metrics()["live"].set(float(n), tags={"env": self.env})
+        except Exception as e:  # monitoring must never stop the coordinator
+            log.warning("coordinator: recording metrics failed: %s", e)
 
     def status(self, hof: HofSummary, stats: dict[str, Any]) -> dict[str, Any]:
         """Plain values for ``python -m islands.status`` (which needs no islands code)."""

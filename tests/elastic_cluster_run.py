@@ -1,0 +1,108 @@
+"""Helper of test_elastic.py, run in its own process (its own Ray): an elastic archipelago
+(``--elastic 2:8``) on ``ray.cluster_utils.Cluster``. It starts with 4 islands on 2 virtual
+nodes of 2 CPUs, 2 more nodes join ``JOIN_S`` into the run and leave ``LEAVE_S`` into it.
+Prints one JSON line: the events, when the archipelago reached 8 and came back to 4, the
+rows' hall of fame against the coordinator's, and who reported when."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import threading
+import time
+
+JOIN_S, LEAVE_S, BUDGET_S = 4.0, 30.0, 48.0
+
+
+def cluster_of_two(Cluster, free_port):
+    mem = 80 * 1024**2
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "object_store_memory": mem,
+        "dashboard_agent_listen_port": free_port(),
+        # notice a removed node within ~3 s (default: tens of seconds)
+        "_system_config": {"health_check_period_ms": 1000,
+                           "health_check_failure_threshold": 3}})
+    first = [cluster.add_node(num_cpus=2, object_store_memory=mem) for _ in range(2)]
+    cluster.wait_for_nodes()
+    return cluster, first, mem
+
+
+def config(ckpt_dir: str):
+    from islands.config import from_dict, resolve
+
+    return resolve(from_dict({
+        "islands": 4, "elastic": "2:8", "env": "rastrigin:8",
+        "env_kwargs": {"wait_ms": 100}, "strategy": "cmaes", "popsize": 8, "episodes": 1,
+        "generations": 10**9, "time_budget": BUDGET_S, "migration_interval": 1,
+        "target": "none", "islands_per_process": 1, "topology": "ring",
+        "namespace": "elastic", "seed": 3, "checkpoint_uri": ckpt_dir,
+        "checkpoint_interval": 2, "max_restarts": 5}))
+
+
+def main() -> int:
+    import ray
+    from metrics_run import free_port
+    from ray.cluster_utils import Cluster
+
+    from islands.planning import check_resources, plan_islands
+    from islands.runtime.archipelago import Archipelago
+    from islands.runtime.cluster import cluster_nodes
+
+    cluster, first, mem = cluster_of_two(Cluster, free_port)
+    try:
+        ray.init(address=cluster.address, namespace="elastic", log_to_driver=False)
+        cfg = config(tempfile.mkdtemp(prefix="elastic-"))
+        nodes = cluster_nodes()
+        plan = plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes])
+        check_resources(plan, nodes)
+        arch = Archipelago(cfg, plan)
+        arch.start()
+        arch.wait_ready()
+        marks: dict[str, float] = {}
+        out: dict = {}
+        # the loop in a thread: Cluster.add_node installs signal handlers, main thread only
+        t0 = time.monotonic()
+        loop = threading.Thread(target=lambda: out.update(result=arch.run()), daemon=True)
+        loop.start()
+        time.sleep(JOIN_S)
+        marks["join"] = time.monotonic() - t0
+        added = [cluster.add_node(num_cpus=2, object_store_memory=mem) for _ in range(2)]
+        time.sleep(max(0.0, LEAVE_S - (time.monotonic() - t0)))
+        marks["leave"] = time.monotonic() - t0
+        for node in added:
+            cluster.remove_node(node, allow_graceful=False)
+        loop.join()
+        result = out["result"]
+        arch.shutdown()
+        print(json.dumps(summary(result, arch, marks, [n.node_id for n in added])))
+        return 0
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def summary(result, arch, marks: dict[str, float], added: list[str]) -> dict:
+    """What the test asserts on (the rows' and events' clocks count from the loop's start,
+    as ``marks`` do, within a few milliseconds)."""
+    import numpy as np
+
+    from envs import make_evaluator
+
+    fit = make_evaluator("rastrigin:8").evaluate(np.asarray(result.best.params), seed=0)
+    rows = result.rows
+    return {
+        "stop_reason": result.stop_reason, "marks": marks, "added_nodes": added,
+        "elastic": result.elastic, "hof_fitness": result.hof["fitness"],
+        "best_reported": max(r["best_so_far"] for r in rows),
+        "best_fitness": float(result.best.fitness), "best_refit": float(fit.fitness[0]),
+        "x0_set": [s.x0 is not None for s in arch.plan],
+        "last_report_s": {str(i): max(r["wall_s"] for r in rows if r["island"] == i)
+                          for i in sorted({r["island"] for r in rows})},
+        "immigrants": {str(r["island"]): r["immigrants"] for r in rows},
+        "migration": result.coordinator_stats, "errors": result.errors,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
