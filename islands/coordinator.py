@@ -68,6 +68,7 @@ class CoordinatorCore:
         self.n = int(spec.n_islands)  # island indices 0..n-1 (retired ones included)
         self.live = list(range(self.n))  # the islands in the topology, in index order
         self.resizes = 0  # joins and retirements so far
+        self.retired: set[int] = set()  # islands an elastic run let go
         self.topology = spec.make_topology()
         self._pos = {i: i for i in self.live}  # island -> its node in the topology
         self.mailbox: list[dict[int, Emigrants]] = [{} for _ in range(self.n)]
@@ -85,6 +86,8 @@ class CoordinatorCore:
     def report(self, i: int, result: EvolveResult) -> CoordinatorReply:
         """Take island ``i``'s evolve() result; return its reply (see module docstring)."""
         self.reports += 1
+        if self.spec.elastic and i not in self._pos and i not in self.retired:
+            self.join([i])  # its join was lost (this coordinator restarted meanwhile)
         emi, g = result.emigrants, int(result.report.generation)
         P = np.asarray(emi.params, dtype=np.float64)
         f = np.asarray(emi.fitness, dtype=np.float64).reshape(-1)
@@ -132,7 +135,7 @@ class CoordinatorCore:
     def join(self, indices: list[int]) -> None:
         """Islands ``indices`` join the topology; an index past every one so far makes room
         up to it (islands may finish starting out of order: 5 may join before 4)."""
-        new = sorted({int(i) for i in indices} - set(self.live))
+        new = sorted({int(i) for i in indices} - set(self.live) - self.retired)
         if not new:
             return
         grow = max(0, new[-1] + 1 - self.n)
@@ -145,6 +148,7 @@ class CoordinatorCore:
     def retire(self, indices: list[int]) -> None:
         """Islands ``indices`` leave the topology; their mail is dropped (the hall of fame
         already holds anything they were the best at)."""
+        self.retired |= {int(i) for i in indices}
         gone = {int(i) for i in indices} & set(self.live)
         for i in gone:
             self.mailbox[i] = {}
@@ -225,6 +229,7 @@ class CoordinatorCore:
             "format": CHECKPOINT_FORMAT,
             "kind": "coordinator",
             "n": self.n, "live": list(self.live), "resizes": self.resizes,
+            "retired": sorted(self.retired),
             "mailbox": [{str(s): vars(b) for s, b in box.items()} for box in self.mailbox],
             "last_emigration": list(self.last_emigration),
             "last_obs_sync": list(self.last_obs_sync),
@@ -252,6 +257,7 @@ class CoordinatorCore:
         self.obs = None if s["obs"] is None else RunningMeanStd.from_state_dict(s["obs"])
         live = [int(i) for i in s.get("live", range(n))]
         self.resizes = int(s.get("resizes", 0))
+        self.retired = {int(i) for i in s.get("retired", [])}
         self.live, self._pos = live, {i: p for p, i in enumerate(live)}
         if live:
             self.topology = self.spec.make_topology(len(live), self.resizes)

@@ -1,6 +1,8 @@
 """Helper of test_elastic.py, run in its own process (its own Ray): an elastic archipelago
 (``--elastic 2:8``) on ``ray.cluster_utils.Cluster``. It starts with 4 islands on 2 virtual
-nodes of 2 CPUs, 2 more nodes join ``JOIN_S`` into the run and leave ``LEAVE_S`` into it.
+nodes of 2 CPUs; 2 more nodes join ``JOIN_S`` into the run; at ``SWAP_S`` a spare node joins
+and one of the first two is lost (its islands move to the spare); at ``LEAVE_S`` the 2 nodes
+that joined leave.
 Prints one JSON line: the events, when the archipelago reached 8 and came back to 4, the
 rows' hall of fame against the coordinator's, and who reported when."""
 
@@ -12,7 +14,7 @@ import tempfile
 import threading
 import time
 
-JOIN_S, LEAVE_S, BUDGET_S = 4.0, 30.0, 48.0
+JOIN_S, SWAP_S, LEAVE_S, BUDGET_S = 4.0, 18.0, 32.0, 50.0
 
 
 def cluster_of_two(Cluster, free_port):
@@ -65,24 +67,34 @@ def main() -> int:
         t0 = time.monotonic()
         loop = threading.Thread(target=lambda: out.update(result=arch.run()), daemon=True)
         loop.start()
-        time.sleep(JOIN_S)
-        marks["join"] = time.monotonic() - t0
+        def at(s: float, mark: str) -> None:
+            time.sleep(max(0.0, s - (time.monotonic() - t0)))
+            marks[mark] = time.monotonic() - t0
+
+        at(JOIN_S, "join")
         added = [cluster.add_node(num_cpus=2, object_store_memory=mem) for _ in range(2)]
-        time.sleep(max(0.0, LEAVE_S - (time.monotonic() - t0)))
-        marks["leave"] = time.monotonic() - t0
+        marks["joined"] = time.monotonic() - t0  # the nodes are up
+        # a spare node, then one of the first two lost: the run holds 8 islands at most, so
+        # the spare stays empty until the lost node's islands move onto it
+        at(SWAP_S, "swap")
+        spare = cluster.add_node(num_cpus=2, object_store_memory=mem)
+        cluster.remove_node(first[0], allow_graceful=False)
+        at(LEAVE_S, "leave")
         for node in added:
             cluster.remove_node(node, allow_graceful=False)
         loop.join()
         result = out["result"]
         arch.shutdown()
-        print(json.dumps(summary(result, arch, marks, [n.node_id for n in added])))
+        print(json.dumps(summary(result, arch, marks, [n.node_id for n in added],
+                                 first[0].node_id, spare.node_id)))
         return 0
     finally:
         ray.shutdown()
         cluster.shutdown()
 
 
-def summary(result, arch, marks: dict[str, float], added: list[str]) -> dict:
+def summary(result, arch, marks: dict[str, float], added: list[str], lost: str,
+            spare: str) -> dict:
     """What the test asserts on (the rows' and events' clocks count from the loop's start,
     as ``marks`` do, within a few milliseconds)."""
     import numpy as np
@@ -93,6 +105,8 @@ def summary(result, arch, marks: dict[str, float], added: list[str]) -> dict:
     rows = result.rows
     return {
         "stop_reason": result.stop_reason, "marks": marks, "added_nodes": added,
+        "lost_node": lost, "spare_node": spare,
+        "start_nodes": [i.node for i in arch.infos[:4]],
         "elastic": result.elastic, "hof_fitness": result.hof["fitness"],
         "best_reported": max(r["best_so_far"] for r in rows),
         "best_fitness": float(result.best.fitness), "best_refit": float(fit.fitness[0]),

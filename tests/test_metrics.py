@@ -38,10 +38,10 @@ def test_island_metrics_are_exported_with_tags(scraped):
                 "ray_islands_evals_per_second", "ray_islands_global_best",
                 "ray_islands_env_steps_total", "ray_islands_immigrants_total",
                 "ray_islands_generation_seconds_bucket", "ray_islands_generation_seconds_count",
-                "ray_islands_generation_seconds_sum"}
+                "ray_islands_generation_seconds_sum", "ray_islands_live"}
     assert expected <= set(by_name), sorted(set(by_name))
     islands = {("island-00", "cmaes"), ("island-01", "ga")}
-    for name in expected - {"ray_islands_global_best"}:
+    for name in expected - {"ray_islands_global_best", "ray_islands_live"}:
         tags = {(s["labels"]["island"], s["labels"]["strategy"]) for s in by_name[name]}
         assert tags == islands, (name, tags)
     for s in samples:
@@ -53,6 +53,8 @@ def test_island_metrics_are_exported_with_tags(scraped):
         assert 1 <= s["value"] <= 50, s  # CartPole reward per step, 50-step episodes
     # Both islands took in migrants (ring of two); the counter is the sum of accepted ones.
     assert all(s["value"] > 0 for s in by_name["ray_islands_immigrants_total"])
+    (live,) = by_name["ray_islands_live"]
+    assert live["value"] == 2  # the coordinator's count of islands in the topology
     (best,) = by_name["ray_islands_global_best"]
     assert best["value"] == max(s["value"] for s in by_name["ray_islands_best_fitness"])
     assert best["labels"]["island"] in {"island-00", "island-01"}

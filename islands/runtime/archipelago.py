@@ -48,6 +48,20 @@ def coordinator_spec(cfg: Config) -> CoordinatorSpec:
         env=cfg.env, elastic=cfg.elastic is not None)
 
 
+def _near_driver() -> dict[str, Any]:
+    """Actor options that place the coordinator on the driver's node where it can (the
+    head, under ``ray job submit``): a coordinator that needs no CPU could otherwise land on
+    any worker, and a spot worker's loss would take the hall of fame's process with it
+    (it restarts from its checkpoint, but the run waits; tests/elastic_cluster_run.py)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    try:
+        node = ray.get_runtime_context().get_node_id()
+    except Exception:  # a client without a node of its own
+        return {}
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
+
+
 class Archipelago:
     """Creates the named actors for a plan and drives them (see the module docstring)."""
 
@@ -81,7 +95,7 @@ class Archipelago:
                                 f"another run is active there; pass --namespace")
         ckpt = self._checkpoint_spec()
         self.coordinator = CoordinatorActor.options(
-            name=COORDINATOR_NAME, namespace=ns, **self._fault_tolerance()
+            name=COORDINATOR_NAME, namespace=ns, **self._fault_tolerance(), **_near_driver()
         ).remote(coordinator_spec(cfg), ckpt, bool(cfg.obs_norm))
         refs: dict[int, IslandRef] = {}
         for host in self.hosts:

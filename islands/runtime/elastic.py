@@ -53,6 +53,7 @@ class Elastic:
         self.joining: dict[Any, tuple[Any, Any, float]] = {}  # info ref -> (spec, ref, t)
         self.events: list[dict[str, Any]] = []
         self.moving: set[int] = set()  # hosts lost with their node, kept to restart
+        self.told: dict[Any, tuple[str, list[int]]] = {}  # coordinator calls unanswered
         self.next_poll = 0.0
         self.target = len(self.arch.plan)
 
@@ -61,6 +62,7 @@ class Elastic:
         if now < self.next_poll:
             return
         self.next_poll = now + POLL_S
+        self._retell()
         nodes = [Node(n["NodeID"], bool(n.get("Alive")), dict(n.get("Resources") or {}))
                  for n in ray.nodes()]
         d = decide(nodes, self._hosts(), self.need, self.lo, self.hi)
@@ -139,7 +141,7 @@ class Elastic:
         del self.joining[ref]
         self.arch.joined(info)
         self.node_of[spec.index] = info.node
-        self.arch.coordinator.join.remote([spec.index])  # before its first report: in order
+        self._tell("join", [spec.index])  # before its first report: calls run in order
         self.loop.latest[spec.index] = {"generation": 0, **info.counters}
         if getattr(self, "obs_stats", None) is not None:
             self.loop.calls.inbox[spec.index]["obs_stats"] = self.obs_stats
@@ -159,10 +161,29 @@ class Elastic:
         if not islands:
             return
         ray.kill(calls.actor_of[h], no_restart=True)
-        self.arch.coordinator.retire.remote(islands)
+        self._tell("retire", islands)
         self.moving.discard(h)
         self._event("retired", islands, self.node_of.get(islands[0]),
                     "node gone and no room for it")
+
+    def _tell(self, what: str, islands: list[int]) -> None:
+        """``coordinator.join`` / ``retire``, kept until it answers: a call that reaches a
+        dead or restarting coordinator is lost, and is sent again (:meth:`_retell`)."""
+        self.told[getattr(self.arch.coordinator, what).remote(islands)] = (what, islands)
+
+    def _retell(self) -> None:
+        if not self.told:
+            return
+        done, _ = ray.wait(list(self.told), num_returns=len(self.told), timeout=0)
+        for ref in done:
+            what, islands = self.told.pop(ref)
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError:
+                self._tell(what, islands)
+            except ray.exceptions.RayError as e:
+                log.warning("elastic: coordinator %s of islands %s failed: %s", what,
+                            islands, root_message(e))
 
     # ---- what happened ---------------------------------------------------------------
     def live(self) -> int:
