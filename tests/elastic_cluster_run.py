@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-JOIN_S, SWAP_S, LEAVE_S, BUDGET_S = 4.0, 18.0, 32.0, 50.0
+JOIN_S, SWAP_S, LEAVE_S, BUDGET_S = 4.0, 18.0, 30.0, 42.0
 
 
 def cluster_of_two(Cluster, free_port):

@@ -100,7 +100,7 @@ def test_the_launcher_grows_an_elastic_run_to_fill_the_machine(tmp_path):
     proc = run_module(
         "islands.launch", "--env", "rastrigin:6", "--env-kwargs", '{"wait_ms": 50}',
         "--elastic", "1:4", "--cpus-per-island", "0.5", "--strategy", "cmaes",
-        "--popsize", "8", "--migration-interval", "1", "--time-budget", "12",
+        "--popsize", "8", "--migration-interval", "1", "--time-budget", "8",
         "--target", "none", "--dashboard", "off", "--tensorboard", "off", "--out", str(out),
         timeout=300)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
@@ -139,7 +139,7 @@ def test_an_elastic_archipelago_follows_nodes_that_join_and_leave():
     assert max(e["t"] for e in joined) - marks["joined"] <= 30
     assert {e["node"] for e in joined} == set(out["added_nodes"])
     assert out["x0_set"] == [False] * 4 + [True] * 4
-    assert all(out["immigrants"][str(i)] > 0 for i in range(8))
+    assert all(out["immigrants"][str(i)] > 0 for i in range(8)), out["immigrants"]
     # one of the first nodes lost, a spare beside it: its islands move there (Ray restarts
     # them from their checkpoints) and run on; none retires, none is added (MAX is 8)
     moved = [e for e in el["events"] if e["kind"] == "moved"]
@@ -150,8 +150,9 @@ def test_an_elastic_archipelago_follows_nodes_that_join_and_leave():
     # 8 -> 4 once the joined nodes leave: the islands there retire, the others run on
     assert sorted(i for e in retired for i in e["islands"]) == [4, 5, 6, 7]
     assert el["live"] == 4 and min(e["t"] for e in retired) >= marks["leave"]
-    assert all(out["last_report_s"][str(i)] > marks["leave"] + 10 for i in range(4))
-    assert all(out["last_report_s"][str(i)] < marks["leave"] + 5 for i in range(4, 8))
+    last = out["last_report_s"]
+    assert all(last[str(i)] > marks["leave"] + 6 for i in range(4)), (last, marks)
+    assert all(last[str(i)] < marks["leave"] + 5 for i in range(4, 8)), (last, marks)
     # nothing lost: the hall of fame is the best genome any island reported, and it is that
     assert out["hof_fitness"] == out["best_reported"] == out["best_fitness"]
     assert out["best_refit"] == out["best_fitness"]

@@ -188,11 +188,10 @@ class CoordinatorActor:
             # inside report() would stall every reply for seconds.
             import policies.obsnorm  # noqa: F401
         self.core = CoordinatorCore(spec, checkpoint, reconstructed=was_reconstructed())
-        self.monitor.set_live(len(self.core.live))
 
     def report(self, i: int, result: EvolveResult) -> CoordinatorReply:
         reply = self.core.report(i, result)
-        self.monitor.observe(i, result.report, reply.hof)
+        self.monitor.observe(i, result.report, reply.hof, len(self.core.live))
         return reply
 
     def report_batch(self, ids: list[int | None], results: list
@@ -208,13 +207,11 @@ class CoordinatorActor:
     def join(self, indices: list[int]) -> int:
         """New islands join the topology (an elastic run); returns the live count."""
         self.core.join(indices)
-        self.monitor.set_live(len(self.core.live))
         return len(self.core.live)
 
     def retire(self, indices: list[int]) -> int:
         """Islands leave the topology (an elastic run); returns the live count."""
         self.core.retire(indices)
-        self.monitor.set_live(len(self.core.live))
         return len(self.core.live)
 
     def status(self) -> dict[str, Any]:

@@ -143,9 +143,12 @@ class CoordinatorMonitor:
         self._warned = False
         _create_now("coordinator")
 
-    def observe(self, i: int, report: IslandReport, hof: HofSummary) -> None:
+    def observe(self, i: int, report: IslandReport, hof: HofSummary, live: int) -> None:
         self.latest[int(i)] = report.row()
         try:
+            # with every report, as global_best: a gauge set only once, in the actor's
+            # constructor, was never exported (tests/test_metrics.py)
+            _metrics()["live"].set(float(live), tags={"env": self.env})
             f = hof.fitness
             if f is not None and math.isfinite(float(f)) and hof.island is not None:
                 holder = int(hof.island)
@@ -156,13 +159,6 @@ class CoordinatorMonitor:
             if not self._warned:
                 self._warned = True
                 log.warning("coordinator: recording metrics failed: %s", e)
-
-    def set_live(self, n: int) -> None:
-        """The ``islands_live`` gauge: islands in the topology now."""
-        try:
-            _metrics()["live"].set(float(n), tags={"env": self.env})
-        except Exception as e:  # monitoring must never stop the coordinator
-            log.warning("coordinator: recording metrics failed: %s", e)
 
     def status(self, hof: HofSummary, stats: dict[str, Any]) -> dict[str, Any]:
         """Plain values for ``python -m islands.status`` (which needs no islands code)."""
