@@ -44,7 +44,10 @@ def format_status(st: dict[str, Any]) -> str:
     widths = [max([len(c)] + [len(row[j]) for row in rows]) for j, c in enumerate(COLUMNS)]
     lines = []
     env = st.get("env") or "?"
-    lines.append(f"env {env}: {len(rows)} island(s) reporting")
+    live = (st.get("stats") or {}).get("live")
+    # an elastic run's retired islands keep their last rows: say how many are still in it
+    now = f", {live} live (--elastic)" if live is not None and live != len(rows) else ""
+    lines.append(f"env {env}: {len(rows)} island(s) reporting{now}")
     lines.append("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
     for row in rows:
         lines.append("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
