@@ -146,7 +146,8 @@ def test_an_elastic_archipelago_follows_nodes_that_join_and_leave():
     on_lost = [i for i, n in enumerate(out["start_nodes"]) if n == out["lost_node"]]
     assert on_lost and sorted(i for e in moved for i in e["islands"]) == on_lost
     assert {e["node"] for e in moved} == {out["spare_node"]}
-    assert all(out["marks"]["swap"] < e["t"] < out["marks"]["leave"] for e in moved)
+    assert all(e["t"] > out["marks"]["swap"] for e in moved), moved  # (after the leave too,
+    # on a loaded machine: the lost hosts are kept while the capacity has room for them)
     # 8 -> 4 once the joined nodes leave: the islands there retire, the others run on
     assert sorted(i for e in retired for i in e["islands"]) == [4, 5, 6, 7]
     assert el["live"] == 4 and min(e["t"] for e in retired) >= marks["leave"]

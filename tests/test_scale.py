@@ -30,8 +30,8 @@ def test_sixty_four_synthetic_islands_through_the_launcher(tmp_path):
 
 @pytest.mark.own_ray
 def test_the_coordinator_benchmark_prints_its_rows(tmp_path):
-    proc = run_module("benchmarks.coordinator_scale", "--islands", "16,32", "--seconds", "6",
-                      "--warmup", "2", "--cpus", "2", timeout=300)
+    proc = run_module("benchmarks.coordinator_scale", "--islands", "16,32", "--seconds", "5",
+                      "--warmup", "1", "--cpus", "2", timeout=300)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     rows = json.loads(proc.stdout.strip().splitlines()[-1])["rows"]
     assert [r["islands"] for r in rows] == [16, 32]

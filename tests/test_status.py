@@ -47,6 +47,23 @@ def test_status_table_from_a_coordinator(ray_session):
         ray.kill(coord, no_restart=True)
 
 
+def test_status_of_an_elastic_run_counts_its_live_islands(ray_session):
+    ray = ray_session
+    spec = CoordinatorSpec(n_islands=2, migrants=1, migration_interval=1, env="rastrigin:3",
+                           elastic=True)
+    coord = CoordinatorActor.options(name="coordinator", namespace="status-elastic").remote(
+        spec, None, False)
+    try:
+        ray.get(coord.join.remote([2]))
+        for i in range(3):
+            ray.get(coord.report.remote(i, _result(i, 1, float(i), "cmaes")))
+        assert ray.get(coord.retire.remote([1])) == 2
+        lines = format_status(ray.get(coord.status.remote())).splitlines()
+        assert lines[0] == "env rastrigin:3: 3 island(s) reporting, 2 live (--elastic)"
+    finally:
+        ray.kill(coord, no_restart=True)
+
+
 def test_status_without_a_run_exits_2(ray_session, capsys):
     assert main(["--namespace", "no-run-here"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
