@@ -39,7 +39,7 @@ def config(ckpt_dir: str):
         "islands": 16, "env": "rastrigin:8", "env_kwargs": {"wait_ms": 100},
         "island_specs": [gpu_island if i % 2 == 0 else {"strategy": "cmaes"}
                          for i in range(16)],
-        "popsize": 8, "episodes": 1, "generations": 10**9, "time_budget": 27,
+        "popsize": 8, "episodes": 1, "generations": 10**9, "time_budget": 35,
         "migration_interval": 1, "target": "none", "cpus_per_island": 0.5,
         "islands_per_process": 1, "topology": "ring", "namespace": "scale-loss", "seed": 2,
         "checkpoint_uri": ckpt_dir, "checkpoint_interval": 2, "max_restarts": 5}))

@@ -100,9 +100,9 @@ class Elastic:
             return
         before, self.node_of[i] = self.node_of.get(i), node
         h = self.loop.calls.host_of[i]
-        if h in self.moving and before is not None:
-            self.moving.discard(h)
-            self._event("moved", self.loop.calls.islands_of(h), node, f"from {before[:8]}")
+        self.moving.discard(h)
+        if before is not None:  # (also when Ray restarted it before a poll saw it lost)
+            self._event("moved", [i], node, f"from {before[:8]}")
 
     # ---- changes ---------------------------------------------------------------------
     def _grow(self, k: int) -> None:
@@ -124,7 +124,7 @@ class Elastic:
 
     def _hall_of_fame(self):
         try:
-            hof = ray.get(self.arch.coordinator.hall_of_fame.remote(), timeout=30)
+            hof = ray.get(self.arch.coordinator.hall_of_fame.remote(), timeout=5)
         except (ray.exceptions.RayError, TimeoutError) as e:
             log.warning("elastic: no hall of fame to seed new islands (%s)", root_message(e))
             return None
