@@ -113,6 +113,7 @@ def test_the_launcher_grows_an_elastic_run_to_fill_the_machine(tmp_path):
     assert sorted(int(k) for k in s["generations"]) == [0, 1, 2, 3]
     assert s["migration"]["live"] == 4 and all(x > 0 for x in s["migration"]["delivered"])
     assert "elastic: island" in proc.stdout and "joined" in proc.stdout
+    assert "; elastic 1:4: islands follow the cluster's nodes" in proc.stdout
 
 
 @pytest.mark.own_ray

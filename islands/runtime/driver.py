@@ -154,7 +154,9 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
         disp.message(f"{cfg.islands} islands on {cfg.env} ({_strategies(plan)}), "
                      f"{infos[0].dim} parameters, {_backends(infos)}, "
                      f"{plan[0].num_cpus:g} CPU per island in {processes} Ray worker "
-                     f"process{'es' if processes > 1 else ''}; run dir {rd.path}")
+                     f"process{'es' if processes > 1 else ''}; run dir {rd.path}"
+                     + (f"; elastic {cfg.elastic}: islands follow the cluster's nodes"
+                        if cfg.elastic else ""))
         flushed = [time.monotonic()]
 
         def on_report(row: dict[str, Any], status: dict[str, Any]) -> None:
