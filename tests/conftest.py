@@ -14,6 +14,7 @@ at once.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,6 +72,18 @@ def subprocess_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["PYTHONWARNINGS"] = "ignore"
     return env
+
+
+def run_cluster_script(name: str, timeout: float = 600) -> dict:
+    """Run ``tests/<name>`` (a script with a Ray cluster of its own) and return its JSON
+    line: the last one that starts with ``{"stop_reason"`` (Ray may print its own lines,
+    a removed node "marked dead", after it)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / name)], cwd=ROOT,
+                          env=subprocess_env(), capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-4000:])
+    return json.loads(next(line for line in proc.stdout.splitlines()[::-1]
+                           if line.startswith('{"stop_reason"')))
 
 
 def run_module(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

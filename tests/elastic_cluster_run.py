@@ -14,20 +14,16 @@ import tempfile
 import threading
 import time
 
+from scale_cluster_run import MEM, fast_head, start_archipelago
+
 JOIN_S, SWAP_S, LEAVE_S, BUDGET_S = 4.0, 18.0, 30.0, 42.0
 
 
 def cluster_of_two(Cluster, free_port):
-    mem = 80 * 1024**2
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False, "object_store_memory": mem,
-        "dashboard_agent_listen_port": free_port(),
-        # notice a removed node within ~3 s (default: tens of seconds)
-        "_system_config": {"health_check_period_ms": 1000,
-                           "health_check_failure_threshold": 3}})
-    first = [cluster.add_node(num_cpus=2, object_store_memory=mem) for _ in range(2)]
+    cluster = fast_head(Cluster, free_port)
+    first = [cluster.add_node(num_cpus=2, object_store_memory=MEM) for _ in range(2)]
     cluster.wait_for_nodes()
-    return cluster, first, mem
+    return cluster, first
 
 
 def config(ckpt_dir: str):
@@ -47,20 +43,10 @@ def main() -> int:
     from metrics_run import free_port
     from ray.cluster_utils import Cluster
 
-    from islands.planning import check_resources, plan_islands
-    from islands.runtime.archipelago import Archipelago
-    from islands.runtime.cluster import cluster_nodes
-
-    cluster, first, mem = cluster_of_two(Cluster, free_port)
+    cluster, first = cluster_of_two(Cluster, free_port)
     try:
         ray.init(address=cluster.address, namespace="elastic", log_to_driver=False)
-        cfg = config(tempfile.mkdtemp(prefix="elastic-"))
-        nodes = cluster_nodes()
-        plan = plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes])
-        check_resources(plan, nodes)
-        arch = Archipelago(cfg, plan)
-        arch.start()
-        arch.wait_ready()
+        arch, _ = start_archipelago(config(tempfile.mkdtemp(prefix="elastic-")))
         marks: dict[str, float] = {}
         out: dict = {}
         # the loop in a thread: Cluster.add_node installs signal handlers, main thread only
@@ -72,12 +58,12 @@ def main() -> int:
             marks[mark] = time.monotonic() - t0
 
         at(JOIN_S, "join")
-        added = [cluster.add_node(num_cpus=2, object_store_memory=mem) for _ in range(2)]
+        added = [cluster.add_node(num_cpus=2, object_store_memory=MEM) for _ in range(2)]
         marks["joined"] = time.monotonic() - t0  # the nodes are up
         # a spare node, then one of the first two lost: the run holds 8 islands at most, so
         # the spare stays empty until the lost node's islands move onto it
         at(SWAP_S, "swap")
-        spare = cluster.add_node(num_cpus=2, object_store_memory=mem)
+        spare = cluster.add_node(num_cpus=2, object_store_memory=MEM)
         cluster.remove_node(first[0], allow_graceful=False)
         at(LEAVE_S, "leave")
         for node in added:

@@ -13,22 +13,44 @@ import tempfile
 import threading
 import time
 
+MEM = 80 * 1024**2  # object store per node
 
-def cluster_with_nodes(Cluster, free_port):
-    mem = 80 * 1024**2
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False, "object_store_memory": mem,
+
+def fast_head(Cluster, free_port):
+    """A cluster's head with no CPUs (the driver and the coordinator live there) that
+    notices a removed node within ~3 s (default: tens of seconds), so the islands of a lost
+    node restart elsewhere within a test's run. tests/elastic_cluster_run.py uses it too."""
+    return Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "object_store_memory": MEM,
         "dashboard_agent_listen_port": free_port(),
-        # notice a removed node within ~3 s (default: tens of seconds), so its islands
-        # restart elsewhere within the test's run
         "_system_config": {"health_check_period_ms": 1000,
                            "health_check_failure_threshold": 3}})
+
+
+def cluster_with_nodes(Cluster, free_port):
+    cluster = fast_head(Cluster, free_port)
     gpu = [cluster.add_node(num_cpus=1, num_gpus=1, resources={"gpu_node": 1},
-                            object_store_memory=mem) for _ in range(8)]
-    cpu = [cluster.add_node(num_cpus=1, resources={"cpu_node": 1}, object_store_memory=mem)
+                            object_store_memory=MEM) for _ in range(8)]
+    cpu = [cluster.add_node(num_cpus=1, resources={"cpu_node": 1}, object_store_memory=MEM)
            for _ in range(8)]
     cluster.wait_for_nodes()
     return cluster, gpu, cpu
+
+
+def start_archipelago(cfg):
+    """Plan ``cfg`` on the connected cluster's nodes (by node type), check it, start the
+    actors and wait until every island is built: the archipelago and its islands' infos."""
+    from islands.placement import place_by_node_type
+    from islands.planning import check_resources, plan_islands
+    from islands.runtime.archipelago import Archipelago
+    from islands.runtime.cluster import cluster_nodes
+
+    nodes = cluster_nodes()
+    plan = place_by_node_type(plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes]), nodes)
+    check_resources(plan, nodes)
+    arch = Archipelago(cfg, plan)
+    arch.start()
+    return arch, arch.wait_ready()
 
 
 def config(ckpt_dir: str):
@@ -50,22 +72,10 @@ def main() -> int:
     from metrics_run import free_port
     from ray.cluster_utils import Cluster
 
-    from islands.placement import place_by_node_type
-    from islands.planning import check_resources, plan_islands
-    from islands.runtime.archipelago import Archipelago
-    from islands.runtime.cluster import cluster_nodes
-
     cluster, gpu, cpu = cluster_with_nodes(Cluster, free_port)
     try:
         ray.init(address=cluster.address, namespace="scale-loss", log_to_driver=False)
-        cfg = config(tempfile.mkdtemp(prefix="scale-loss-"))
-        nodes = cluster_nodes()
-        plan = place_by_node_type(plan_islands(cfg, [n.get("CPU", 0.0) for n in nodes]),
-                                  nodes)
-        check_resources(plan, nodes)
-        arch = Archipelago(cfg, plan)
-        arch.start()
-        infos = arch.wait_ready()
+        arch, infos = start_archipelago(config(tempfile.mkdtemp(prefix="scale-loss-")))
         lost = gpu[:2] + cpu[:2]  # a quarter of the nodes, two of each kind
         removed_at = []
 

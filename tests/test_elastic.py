@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_module
+from conftest import run_cluster_script, run_module
 
 from islands.config import ConfigError, from_dict, resolve
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
@@ -119,17 +119,7 @@ def test_the_launcher_grows_an_elastic_run_to_fill_the_machine(tmp_path):
 @pytest.mark.own_ray
 @pytest.mark.slow
 def test_an_elastic_archipelago_follows_nodes_that_join_and_leave():
-    import subprocess
-    import sys
-
-    from conftest import ROOT, subprocess_env
-
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "elastic_cluster_run.py")],
-                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-4000:])
-    out = json.loads(next(line for line in proc.stdout.splitlines()[::-1]
-                          if line.startswith('{"stop_reason"')))
+    out = run_cluster_script("elastic_cluster_run.py")
     assert out["stop_reason"] == "time budget" and not out["errors"]
     el, marks = out["elastic"], out["marks"]
     joined = [e for e in el["events"] if e["kind"] == "joined"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_module
+from conftest import run_cluster_script, run_module
 
 
 @pytest.mark.own_ray
@@ -47,18 +47,7 @@ def test_the_coordinator_benchmark_prints_its_rows(tmp_path):
 @pytest.mark.own_ray
 @pytest.mark.slow
 def test_sixteen_nodes_of_two_kinds_lose_a_quarter_and_the_run_completes():
-    import subprocess
-    import sys
-
-    from conftest import ROOT, subprocess_env
-
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "scale_cluster_run.py")],
-                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-4000:])
-    # Ray may print its own lines (a removed node "marked dead") after the JSON one
-    out = json.loads(next(line for line in proc.stdout.splitlines()[::-1]
-                          if line.startswith('{"stop_reason"')))
+    out = run_cluster_script("scale_cluster_run.py")
     assert out["stop_reason"] == "time budget" and not out["errors"]
     on_lost = [i for i, n in enumerate(out["island_nodes"]) if n in out["lost_nodes"]]
     assert on_lost, out["island_nodes"]  # the removal hit islands

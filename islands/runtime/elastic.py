@@ -54,6 +54,7 @@ class Elastic:
         self.events: list[dict[str, Any]] = []
         self.moving: set[int] = set()  # hosts lost with their node, kept to restart
         self.told: dict[Any, tuple[str, list[int]]] = {}  # coordinator calls unanswered
+        self.obs_stats = None  # the hall of fame genome's statistics, for new islands
         self.next_poll = 0.0
         self.target = len(self.arch.plan)
 
@@ -65,12 +66,12 @@ class Elastic:
         self._retell()
         nodes = [Node(n["NodeID"], bool(n.get("Alive")), dict(n.get("Resources") or {}))
                  for n in ray.nodes()]
-        d = decide(nodes, self._hosts(), self.need, self.lo, self.hi)
+        hosts = self._hosts()
+        d = decide(nodes, hosts, self.need, self.lo, self.hi)
         self.target = d.target
-        alive = {n.id for n in nodes if n.alive}
         for h in d.retire:
             self._retire(h)
-        self._note_lost(alive)
+        self._note_lost(hosts, {n.id for n in nodes if n.alive}, set(d.retire))
         if d.grow:
             self._grow(d.grow)
         for ref in [r for r, (_, _, t) in self.joining.items() if now - t > JOIN_TIMEOUT_S]:
@@ -84,14 +85,13 @@ class Elastic:
                 hosts.setdefault(calls.host_of[i], []).append(i)
         return [Host(h, tuple(ii), self.node_of.get(ii[0])) for h, ii in hosts.items()]
 
-    def _note_lost(self, alive: set[str]) -> None:
+    def _note_lost(self, hosts: list[Host], alive: set[str], retired: set[int]) -> None:
         """Log the hosts that lost their node and are kept, to restart elsewhere."""
-        calls = self.loop.calls
-        for h in set(calls.host_of) - self.moving:
-            islands = calls.islands_of(h)
-            if islands and self.node_of.get(islands[0]) not in alive | {None}:
-                self.moving.add(h)
-                self._event("lost", islands, self.node_of.get(islands[0]),
+        skip = self.moving | retired
+        for h in hosts:
+            if h.key not in skip and h.node is not None and h.node not in alive:
+                self.moving.add(h.key)
+                self._event("lost", list(h.islands), h.node,
                             "node gone; Ray restarts it from its checkpoint")
 
     def saw(self, i: int, node: str) -> None:
@@ -115,7 +115,8 @@ class Elastic:
         now = time.monotonic()
         for spec, handle in self.arch.add_islands(specs):
             # counted (and not called) from now on: a host still starting has no node yet
-            assert calls.add(handle) == spec.index
+            index = calls.add(handle)
+            assert index == spec.index, (index, spec.index)
             self.node_of[spec.index] = None
             self.joining[handle.info()] = (spec, handle, now)
         self.obs_stats = None if hof is None else hof.obs_stats
@@ -143,7 +144,7 @@ class Elastic:
         self.node_of[spec.index] = info.node
         self._tell("join", [spec.index])  # before its first report: calls run in order
         self.loop.latest[spec.index] = {"generation": 0, **info.counters}
-        if getattr(self, "obs_stats", None) is not None:
+        if self.obs_stats is not None:
             self.loop.calls.inbox[spec.index]["obs_stats"] = self.obs_stats
         self.loop.calls.submit(spec.index)
         self._event("joined", [spec.index], info.node, "seeded from the hall of fame"

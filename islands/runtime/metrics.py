@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from typing import Any
 
 from ..messages import HofSummary, IslandReport
@@ -141,14 +142,20 @@ class CoordinatorMonitor:
         self.env = str(env)
         self.latest: dict[int, dict[str, Any]] = {}
         self._warned = False
+        self._live: int | None = None  # the islands_live gauge's last value
+        self._live_at = 0.0  # ... and when it was set
         _create_now("coordinator")
 
     def observe(self, i: int, report: IslandReport, hof: HofSummary, live: int) -> None:
         self.latest[int(i)] = report.row()
         try:
-            # with every report, as global_best: a gauge set only once, in the actor's
-            # constructor, was never exported (tests/test_metrics.py)
-            _metrics()["live"].set(float(live), tags={"env": self.env})
+            # when it changes, and once a second: Ray exports a gauge only while it is
+            # recorded (set once, in the constructor or on a change, it never showed up in
+            # the scrapes of tests/test_metrics.py); not with every report at 1,000/s
+            now = time.monotonic()
+            if live != self._live or now - self._live_at >= 1.0:
+                _metrics()["live"].set(float(live), tags={"env": self.env})
+                self._live, self._live_at = live, now
             f = hof.fitness
             if f is not None and math.isfinite(float(f)) and hof.island is not None:
                 holder = int(hof.island)
