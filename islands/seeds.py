@@ -5,9 +5,13 @@ Training evaluations use seeds in ``[0, 2**30)``: generation g of island i evalu
 seeds in ``[2**31, 2**31 + 2**30)`` and the second evaluation of a ranking probe
 (``probe_seed``) seeds in ``[2**31 + 2**30, 2**32)`` and the screening of immigrants
 (``screen_seed``) seeds in ``[2**32, 2**32 + 2**30)``, so they meet neither the training
-nor the test episodes. Tests use seeds from ``TEST_SEED_BASE`` (>= 2**30) up, so a
-test episode never reuses a training episode seed. Each evaluation seed expands into
-independent episode seeds inside the evaluator (``envs.common.episode_seeds``).
+nor the test episodes. A run's candidate tests use seeds in ``[2**30, 2**31)``
+(``candidate_test_seed``) and its confirmation tests -- the re-test of a genome that passed,
+on episodes nothing else meets -- seeds in ``[2**32 + 2**30, 2**32 + 2**31)``
+(``retest_seed``); both start at an offset drawn from the run seed, so two runs test on
+different episodes (before, every run tested its n-th candidate on the same 100 episodes, the
+runs that tuned the defaults included). Each evaluation seed expands into independent episode
+seeds inside the evaluator (``envs.common.episode_seeds``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ _SEED_SPAN = 2**30
 _CONFIRM_SEED_BASE = 2**31
 _PROBE_SEED_BASE = 2**31 + 2**30
 _SCREEN_SEED_BASE = 2**32
+_RETEST_SEED_BASE = 2**32 + 2**30
+# islands.evaluate's default: above every range a run uses, so a re-test of a saved solution
+# meets none of its own episodes (it used to be the run's first test seed)
+AUDIT_SEED = 2**33 + 12345
+# A run's tests start at an offset below 2**28 drawn from its seed: n-th test at
+# offset + n * _TEST_STRIDE stays inside its 2**30 span for n below ~100,000.
+_TEST_OFFSET_SPAN = 2**28
 # Steps of 9973 (prime) keep consecutive generations' seeds far apart, so evaluators that
 # use seed, seed+1, ... for their episodes never overlap between generations.
 _GENERATION_STRIDE = 9973
@@ -56,6 +67,20 @@ def strategy_seed(run_seed: int, island: int) -> int:
     return int(np.random.SeedSequence([int(run_seed), int(island), 1]).generate_state(1)[0])
 
 
-def candidate_test_seed(n: int) -> int:
-    """Evaluation seed of the run's ``n``-th candidate test."""
-    return TEST_SEED_BASE + _TEST_STRIDE * int(n)
+def _test_offset(run_seed: int, kind: int) -> int:
+    state = np.random.SeedSequence([int(run_seed), 2, int(kind)]).generate_state(1)[0]
+    return int(state) % _TEST_OFFSET_SPAN
+
+
+def candidate_test_seed(run_seed: int, n: int) -> int:
+    """Evaluation seed of run ``run_seed``'s ``n``-th candidate test (the test that selects
+    a genome): per run, so the runs that chose a default never tested on another run's
+    episodes."""
+    return TEST_SEED_BASE + _test_offset(run_seed, 0) + _TEST_STRIDE * int(n)
+
+
+def retest_seed(run_seed: int, n: int) -> int:
+    """Evaluation seed of run ``run_seed``'s ``n``-th confirmation test: episodes used by no
+    training, re-evaluation, screening, candidate test or other confirmation of any run
+    seeded differently (their seed ranges are disjoint)."""
+    return _RETEST_SEED_BASE + _test_offset(run_seed, 1) + _TEST_STRIDE * int(n)

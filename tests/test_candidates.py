@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from islands.candidates import Candidate, CandidateQueue, choose_solution, untested
+from islands.candidates import Candidate, CandidateQueue, Validation
 from islands.messages import CandidateOffer, Emigrants, EvolveResult, IslandReport
 
 
@@ -72,14 +72,45 @@ def test_no_target_queues_nothing():
     assert q.next() is None
 
 
+def _validation(tested, target, retest_episodes=0):
+    v = Validation(target, retest_episodes)
+    for cand, res in tested:
+        v.record("test", cand, res)
+    return v
+
+
 def test_solution_is_the_passing_candidate_else_the_best_full_test():
     a, b, c = _cand(1), _cand(2), _cand(3, "center")
     screened = {"mean": 99.0, "episodes": 10, "screened_out": True}
     tested = [(a, {"mean": 40.0}), (b, screened), (c, {"mean": 60.0})]
-    best, test = choose_solution(tested, target=50.0)
-    assert best is c and test["mean"] == 60.0  # passes; the screen's 99 does not count
-    best, test = choose_solution(tested, target=70.0)
-    assert best is c  # nothing passes: the best full test
-    best, test = choose_solution([(b, screened)], target=70.0)
-    assert best is None and test is None
-    assert untested(b, tested) and not untested(_cand(1), tested)
+    best = _validation(tested, target=50.0).solution()
+    assert best.cand is c and best.test["mean"] == 60.0  # passes; the screen does not count
+    v = _validation(tested, target=70.0)
+    assert v.solution().cand is c and not v.solved  # nothing passes: the best full test
+    assert _validation([(b, screened)], target=70.0).solution() is None
+    assert v.untested(b) and not v.untested(_cand(1))
+
+
+def test_a_passing_test_is_confirmed_before_anything_else_is_tested():
+    a, b = _cand(1), _cand(2)
+    q = CandidateQueue(target=50.0)
+    q.best["sample"] = b
+    v = Validation(target=50.0, retest_episodes=100)
+    v.record("test", a, {"mean": 55.0})
+    assert not v.solved and v.next(q) == ("retest", a)  # the queue's b waits
+    v.record("retest", a, {"mean": 49.0})  # lucky on its selecting test
+    assert not v.solved and v.solution().retest["mean"] == 49.0
+    assert v.next(q) == ("test", b)
+    v.record("test", b, {"mean": 51.0})
+    v.record("retest", b, {"mean": 52.0})
+    assert v.solved and v.solution().cand is b  # the first confirmed genome, not a
+    assert v.n_tests == 2 and v.n_retests == 2
+    assert v.next(q) is None  # solved: nothing more to test
+
+
+def test_a_screened_out_confirmation_does_not_solve():
+    a = _cand(1)
+    v = Validation(target=50.0, retest_episodes=100)
+    v.record("test", a, {"mean": 60.0})
+    v.record("retest", a, {"mean": 70.0, "episodes": 20, "screened_out": True})
+    assert not v.solved

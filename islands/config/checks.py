@@ -19,8 +19,8 @@ _POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations
              "test_max_episode_steps", "migration_interval", "obs_sync_interval",
              "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
              "restart_patience", "episodes_cap", "islands_per_process", "wait_for_nodes")
-_NON_NEGATIVE = ("migrants", "confirm_episodes", "checkpoint_interval", "checkpoint_seconds",
-                 "probe_interval", "migrant_episodes", "reward_shift")
+_NON_NEGATIVE = ("migrants", "confirm_episodes", "retest_episodes", "checkpoint_interval",
+                 "checkpoint_seconds", "probe_interval", "migrant_episodes", "reward_shift")
 
 
 def check(c: Config) -> None:

@@ -73,6 +73,11 @@ class Config:
         "training fitness)", "int", metavar="N")
     test_episodes: int = _opt(100, "episodes of the test that validates a candidate (and the "
                               "final test), on seeds disjoint from training", "int", metavar="N")
+    retest_episodes: int = _opt(
+        100, "episodes of the confirmation test: a genome whose test reached the target is "
+        "tested once more on fresh episodes, and the run is solved only when that test "
+        "reaches the target too (0: no confirmation, the selecting test decides)", "int",
+        metavar="N")
     test_max_episode_steps: int | None = _opt(
         None, "episode limit of the test; default: the environment's own limit (the standard "
         "task)", "optint", metavar="N")
@@ -275,6 +280,10 @@ class Config:
         """What a test evaluates on: ``test_episodes`` episodes, the test step limit."""
         return self.eval_spec().replace(episodes=self.test_episodes,
                                         max_episode_steps=self.test_max_episode_steps)
+
+    def retest_spec(self) -> EvalSpec:
+        """What a confirmation test evaluates on: as a test, ``retest_episodes`` episodes."""
+        return self.test_spec().replace(episodes=max(1, self.retest_episodes))
 
 
 # The user-settable fields: flags and YAML keys.

@@ -23,14 +23,23 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
     for r in result.rows:
         last[r["island"]] = r
     best, test = result.best, result.test or {}
+    retest = getattr(result, "retest", None)
     return {
         "env": cfg.env,
         "islands": cfg.islands,
         "strategies": [s.strategy for s in plan],
         "best_fitness": float(result.hof["fitness"]),
+        # the test that selected the solution (for a solved run, the first to reach the
+        # target: biased upwards, being the maximum of several noisy tests) ...
         "test_mean": test.get("mean"),
         "test_std": test.get("std"),
         "test_episodes": test.get("episodes", 0),
+        "selecting_test": _test_fields(test),
+        # ... and its confirmation on fresh episodes: the unbiased figure
+        "confirmation": _test_fields(retest or {}),
+        "confirmation_mean": (retest or {}).get("mean"),
+        # solved: the selecting test and its confirmation both reached the target
+        "confirmed": bool(result.solved),
         "solved": result.solved,
         "target": cfg.target,
         "stop_reason": result.stop_reason,
@@ -79,6 +88,15 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
     }
 
 
+def _test_fields(test: dict[str, Any]) -> dict[str, Any] | None:
+    """A test's mean, 95% interval, episodes, seed and whether it was cut short."""
+    if not test:
+        return None
+    return {"mean": test.get("mean"), "ci95": test.get("ci95"), "std": test.get("std"),
+            "episodes": test.get("episodes", 0), "seed": test.get("seed"),
+            "screened_out": bool(test.get("screened_out", False))}
+
+
 def _generations(last: dict[int, dict[str, Any]], infos: list[IslandInfo]) -> dict[str, int]:
     """Each island's generation: its last report's, or where it made none after starting
     (resumed at its generation limit, it runs no call) the one it started at."""
@@ -108,9 +126,11 @@ def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[I
         env = {k: v for k, v in spec.items() if k not in ("policy", "policy_options",
                                                           "episodes")}
         meta = {"training_fitness": best.fitness, "island": best.island,
-                "generation": best.generation, "test": result.test or {}}
+                "generation": best.generation, "test": result.test or {},
+                "confirmation": getattr(result, "retest", None) or {}}
         rd.save_solution(best.params, infos[0].policy_spec, best.obs_stats, env, meta)
-    rd.plot(result.rows, title=f"{cfg.env}: {cfg.islands} islands")
+    rd.plot(result.rows, title=f"{cfg.env}: {cfg.islands} islands", tests=result.tests,
+            target=cfg.target)
     return summary
 
 

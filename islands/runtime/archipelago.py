@@ -21,7 +21,7 @@ from ..coordinator import CoordinatorSpec
 from ..messages import HallOfFame, IslandInfo
 from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
-from ..seeds import candidate_test_seed
+from ..seeds import candidate_test_seed, retest_seed
 from .actors import (
     COORDINATOR_NAME,
     TESTER_NAME,
@@ -199,8 +199,15 @@ class Archipelago:
         """Test ``cand`` (the run's ``n``-th test) on fresh episodes; with ``screen`` a
         short screen first rejects candidates clearly below the target."""
         return self.tester.test.remote(
-            self.cfg.test_spec(), cand.params, cand.obs_stats, candidate_test_seed(n),
-            self.cfg.target if screen else None)
+            self.cfg.test_spec(), cand.params, cand.obs_stats,
+            candidate_test_seed(self.cfg.seed, n), self.cfg.target if screen else None)
+
+    def submit_retest(self, cand: Candidate, n: int, screen: bool = True):
+        """Confirm ``cand`` (the run's ``n``-th confirmation) on ``retest_episodes`` episodes
+        that no test, training or other run meets (``seeds.retest_seed``)."""
+        return self.tester.test.remote(
+            self.cfg.retest_spec(), cand.params, cand.obs_stats,
+            retest_seed(self.cfg.seed, n), self.cfg.target if screen else None)
 
     def coordinator_final(self, in_flight: dict[Any, tuple[list, Any]],
                           unsent: list[tuple[list, Any]], timeout: float = 120.0

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from ..candidates import Candidate, CandidateQueue, choose_solution, passes, untested
+from ..candidates import Candidate, CandidateQueue, Validation, Verdict, passes
 from ..config import elastic_range
 from ..messages import EvolveResult, IslandInfo
 from .calls import CoordinatorOutbox, IslandCalls
@@ -54,12 +54,12 @@ class RunResult:
     rows: list[dict[str, Any]]  # one per island report
     stop_reason: str
     wall_s: float
-    best: Candidate | None  # the solution: passing genome, else the best tested/hof
-    test: dict[str, Any] | None  # test of ``best``: mean, std, episodes
-    solved: bool
+    best: Candidate | None  # the solution: confirmed genome, else the best tested/hof
+    test: dict[str, Any] | None  # the test that selected ``best``: mean, std, episodes
+    solved: bool  # ``best`` passed its test and its confirmation (where one runs)
     hof: dict[str, Any]  # fitness, island, generation
     coordinator_stats: dict[str, Any]
-    tests: list[dict[str, Any]]  # every validation run: fitness, island, generation, mean
+    tests: list[dict[str, Any]]  # every test and confirmation: role, island, generation, mean
     islands: list[IslandInfo]
     restarts: list[int] = dataclasses.field(default_factory=list)  # calls lost per island
     totals: dict[str, float] = dataclasses.field(default_factory=dict)  # evals, episodes...
@@ -71,6 +71,7 @@ class RunResult:
     migration_latency_s: list[float] = dataclasses.field(default_factory=list)
     # an elastic run's range, counts and events (runtime/elastic.py); None: fixed islands
     elastic: dict[str, Any] | None = None
+    retest: dict[str, Any] | None = None  # ``best``'s confirmation on fresh episodes
 
 
 class RunLoop:
@@ -95,10 +96,9 @@ class RunLoop:
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
         self.hof.update(vars(ray.get(arch.coordinator.hof_summary.remote())))  # resumed
         self.queue = CandidateQueue(self.cfg.target)
-        self.test_ref, self.test_cand = None, None
-        self.tests: list[dict[str, Any]] = []  # every test, for the summary
-        self.tested: list[tuple[Candidate, dict[str, Any]]] = []
-        self.passed = False
+        self.test_ref, self.test_job = None, None  # running: ref, ("test"|"retest", cand)
+        self.tests: list[dict[str, Any]] = []  # every test and confirmation, for the summary
+        self.validation = Validation(self.cfg.target, self.cfg.retest_episodes)
         self.stop_reason = ""
         self.errors: list[dict[str, Any]] = []  # failures at the end that did not stop it
         self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
@@ -146,7 +146,7 @@ class RunLoop:
         if spent:
             self.stop_reason = spent
             return True
-        if self.passed:
+        if self.validation.solved:
             self.stop_reason = "target"
             return True
         if not self.calls.busy() and not self.awaiting:
@@ -262,7 +262,7 @@ class RunLoop:
 
     def on_test_result(self) -> None:
         res, self.test_ref = ray.get(self.test_ref), None
-        self.passed = self._record_test(self.test_cand, res)
+        self._record_test(*self.test_job, res)
 
     def _wants_offers(self) -> bool:
         """Islands re-evaluate candidates for an offer only while the queue has room: with
@@ -270,30 +270,38 @@ class RunLoop:
         (2 genomes x --confirm-episodes, on the island's CPU) would mostly be discarded.
         BipedalWalker with the population at the target: an offer nearly every generation,
         20 episodes beside a generation of 48."""
-        return not self.passed and not (self.test_ref is not None and self.queue.full())
+        return not self.validation.solved and not (
+            self.test_ref is not None and self.queue.full())
 
     def _maybe_start_test(self) -> None:
-        if self.test_ref is None and not self.passed:
-            cand = self.queue.next()
-            if cand is not None:
-                self.test_cand = cand
-                self.test_ref = self.arch.submit_test(cand, len(self.tests))
+        if self.test_ref is None:
+            job = self.validation.next(self.queue)
+            if job is not None:
+                self.test_job, self.test_ref = job, self._submit(*job)
 
-    def _record_test(self, cand: Candidate, res: dict[str, Any], final: bool = False) -> bool:
-        """Log a finished test; True when it passes the target."""
-        self.tests.append({"fitness": cand.fitness, "confirmed": cand.confirmed,
+    def _submit(self, kind: str, cand: Candidate, screen: bool = True):
+        v = self.validation
+        if kind == "retest":
+            return self.arch.submit_retest(cand, v.n_retests, screen)
+        return self.arch.submit_test(cand, v.n_tests, screen)
+
+    def _record_test(self, kind: str, cand: Candidate, res: dict[str, Any],
+                     final: bool = False) -> Verdict:
+        """Log a finished test or confirmation (``kind`` "test" / "retest")."""
+        role = "confirmation" if kind == "retest" else "selecting"
+        self.tests.append({"role": role, "fitness": cand.fitness, "confirmed": cand.confirmed,
                            "confirmed_se": cand.confirmed_se,
                            "island": cand.island,
                            "generation": cand.generation, "kind": cand.kind, **res,
+                           "passed": passes(res, self.cfg.target),
                            "wall_s": time.monotonic() - self.t0, "final": final})
-        self.tested.append((cand, res))
-        log.info("test of island %d's %s (generation %d, training fitness %.1f, "
-                 "re-evaluated %s): mean %.1f over %d episodes%s", cand.island, cand.kind,
-                 cand.generation, cand.fitness,
+        log.info("%s of island %d's %s (generation %d, training fitness %.1f, "
+                 "re-evaluated %s): mean %.1f over %d episodes%s", role + " test", cand.island,
+                 cand.kind, cand.generation, cand.fitness,
                  "-" if cand.confirmed is None else f"{cand.confirmed:.1f}",
                  res["mean"], res["episodes"],
                  " (screened out)" if res.get("screened_out") else "")
-        return passes(res, self.cfg.target)
+        return self.validation.record(kind, cand, res)
 
     # ---- after the loop ----------------------------------------------------------------
     def wrap_up(self) -> RunResult:
@@ -309,37 +317,66 @@ class RunLoop:
             arch.islands, self.calls.alive, strict=True)) if a and i not in starting])
         for actor in arch.actors:
             ray.kill(actor, no_restart=True)
-        interrupted = self.stop_reason == "interrupted"
-        if not interrupted:
-            self._finish_running_test()
-            if not self.passed and hof.params is not None:
-                self._test_hall_of_fame(hof)
-        best, test = choose_solution(self.tested, self.cfg.target)
-        solved = bool(self.cfg.target is not None and test is not None
-                      and test["mean"] >= self.cfg.target)
+        if self.stop_reason != "interrupted":
+            self._finish_tests(hof)
+        v = self.validation
+        chosen = v.solution()
         return RunResult(
-            rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s, best=best,
-            test=test, solved=solved, hof=vars(hof.summary()), coordinator_stats=cstats,
+            rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s,
+            best=None if chosen is None else chosen.cand,
+            test=None if chosen is None else chosen.test, solved=v.solved,
+            retest=None if chosen is None else chosen.retest,
+            hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
             totals=dict(self._totals), offers_rejected=self.queue.rejected,
             errors=errors + self.errors, migration_latency_s=list(self.latencies),
             elastic=None if self.elastic is None else self.elastic.summary())
 
-    def _finish_running_test(self) -> None:
-        if self.test_ref is None or self.passed:
-            return
+    def _finish_tests(self, hof) -> None:
+        """After the loop: the running test, the confirmation a passing test still awaits,
+        the hall of fame's test (and confirmation) when nothing is solved, and a
+        confirmation of the unsolved run's chosen genome, so that every run reports a
+        mean on episodes that played no part in choosing it."""
+        v = self.validation
+        if self.test_ref is not None:
+            self._wait_test(*self.test_job, ref=self.test_ref)
+            self.test_ref = None
+        if v.awaiting is not None:
+            self._wait_test("retest", v.awaiting.cand)
+        if not v.solved and hof.params is not None:
+            hc = Candidate(np.array(hof.params), float(hof.fitness), int(hof.island),
+                           int(hof.generation), hof.obs_stats,
+                           found_at=self._found_at(int(hof.island), int(hof.generation)))
+            if v.untested(hc):
+                self._wait_test("test", hc, screen=False)
+                if v.awaiting is not None:
+                    self._wait_test("retest", hc)
+        chosen = v.solution()
+        if chosen is not None and chosen.retest is None and v.retest_episodes > 0:
+            self._wait_test("retest", chosen.cand, screen=False)
+
+    def _wait_test(self, kind: str, cand: Candidate, screen: bool = True, ref=None) -> None:
+        """Run (or wait for ``ref``, already running) one test at the end of the run; a
+        failure goes into the summary's errors."""
         try:
-            self.passed = self._record_test(self.test_cand, ray.get(self.test_ref,
-                                                                    timeout=600))
+            ref = self._submit(kind, cand, screen) if ref is None else ref
+            self._record_test(kind, cand, ray.get(ref, timeout=600), final=True)
         except (ray.exceptions.RayError, TimeoutError) as e:
-            c = self.test_cand
-            where = f"final test of island {c.island}'s generation-{c.generation} candidate"
+            role = "confirmation test" if kind == "retest" else "test"
+            where = (f"final {role} of island {cand.island}'s generation-{cand.generation} "
+                     f"{cand.kind}")
             log.warning("%s: %s", where, root_message(e))
             self.errors.append({"where": where, "message": root_message(e)})
+            if kind == "retest" and self.validation.awaiting is not None:
+                self.validation.awaiting = None  # not solved: its confirmation never ran
 
-    def _test_hall_of_fame(self, hof) -> None:
-        hc = Candidate(np.array(hof.params), float(hof.fitness), int(hof.island),
-                       int(hof.generation), hof.obs_stats)
-        if untested(hc, self.tested):
-            res = ray.get(self.arch.submit_test(hc, len(self.tests), screen=False))
-            self._record_test(hc, res, final=True)
+    def _found_at(self, island: int, generation: int) -> dict[str, float]:
+        """The run's totals at the report in which ``island`` reached ``generation`` (where
+        the hall of fame's genome came from); the last report's when none is recorded."""
+        keys = ("evals", "episodes", "env_steps")
+        for r in self.rows:
+            if int(r["island"]) == island and int(r["generation"]) >= generation \
+                    and "total_evals" in r:
+                return {**{k: r[f"total_{k}"] for k in keys}, "wall_s": r["wall_s"]}
+        return {**{k: self._totals[k] for k in keys},
+                "wall_s": time.monotonic() - self.t0}
