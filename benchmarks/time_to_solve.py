@@ -7,8 +7,12 @@ Each seed is a separate ``python -m islands.launch`` process (its own embedded R
 after another so they never share the CPUs). Per seed: solved, run wall (the run's own
 ``wall_s``: evolution and tests, without Ray's start-up), command wall, wall / evaluations /
 episodes / env steps at the moment the solution was found (``*_to_solve`` in
-``summary.json``), and the test mean. Unsolved seeds count with their full wall time in the
-worst case and are reported as such. Table, then a final JSON line with median and worst.
+``summary.json``), the selecting test's mean and its confirmation's (a run is solved when
+both reach the target), and with ``--audit-episodes`` an independent re-test of the saved
+solution (``islands.evaluate`` on its default seed, a range no run uses). Medians are
+Kaplan-Meier medians with 95% intervals: an unsolved run is censored at its own totals, and a
+solved run that left no count (an older summary) counts at its totals, an upper bound.
+Table, then a final JSON line with the medians, the worst run and the audit's pass rate.
 With ``--variant`` (repeated), every seed runs each variant in turn, and the JSON line has
 one summary per variant and its median run wall as a ratio to the first variant's.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -26,6 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # islands.experiment.stats, from a checkout
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -57,32 +63,71 @@ def run_seed(env: str, islands: int, seed: int, extra: list[str], out: Path,
         raise SystemExit(f"seed {seed}: launcher exited {proc.returncode}: "
                          f"{proc.stderr.strip().splitlines()[-1:]}")
     s = json.loads((out / "summary.json").read_text())
-    return {"seed": seed, "solved": bool(s["solved"]), "run_wall_s": s["wall_s"],
+    return {"seed": seed, "solved": bool(s["solved"]), "target": s.get("target"),
+            "run_wall_s": s["wall_s"],
             "command_wall_s": wall, "wall_to_solve": s.get("wall_to_solve"),
             "evals_to_solve": s.get("evals_to_solve"),
             "episodes_to_solve": s.get("episodes_to_solve"),
             "env_steps_to_solve": s.get("env_steps_to_solve"), "test_mean": s["test_mean"],
+            "confirmation_mean": s.get("confirmation_mean"),
+            "tests": [{k: t.get(k) for k in ("role", "kind", "mean", "episodes", "passed",
+                                             "found_at", "wall_s", "screened_out")}
+                      for t in s.get("tests", [])],
             "total_evals": s["total_evals"], "total_episodes": s.get("total_episodes"),
             "stop_reason": s["stop_reason"]}
+
+
+def audit(out: Path, episodes: int) -> float | None:
+    """Mean return of the run's saved solution over ``episodes`` fresh episodes
+    (``islands.evaluate``); None when the run saved none."""
+    if episodes <= 0 or not (out / "solution.npz").exists():
+        return None
+    proc = subprocess.run([sys.executable, "-m", "islands.evaluate", str(out), "--episodes",
+                           str(episodes)], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if proc.returncode != 0:
+        raise SystemExit(f"{out}: islands.evaluate exited {proc.returncode}")
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["mean"])
 
 
 def _fmt(x, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def km_median(rows: list[dict], key: str, total: str) -> list[float | None]:
+    """Kaplan-Meier median of ``key`` (``*_to_solve``) and its 95% interval: an unsolved run
+    censored at ``total`` (its own count at the end), a solved run without ``key`` counted
+    at ``total``; [median, low, high], None for not reached."""
+    from islands.experiment.stats import kaplan_meier
+
+    times = [r[key] if r["solved"] and r.get(key) is not None else r[total] for r in rows]
+    km = kaplan_meier(times, [r["solved"] for r in rows])
+    return [v if math.isfinite(v) else None for v in (km.median, km.low, km.high)]
+
+
 def summarize(rows: list[dict]) -> dict:
-    """Median and worst run wall, solved count and medians to solve over ``rows``."""
+    """Kaplan-Meier medians to solve, worst run wall, solved count and the audit's pass
+    rate over ``rows``."""
     walls = [r["run_wall_s"] for r in rows]
     solved = [r for r in rows if r["solved"]]
+    audited = [r for r in solved if r.get("audit_mean") is not None]
     return {
         "seeds": [r["seed"] for r in rows], "solved": len(solved), "runs": len(rows),
         "median_run_wall_s": statistics.median(walls), "worst_run_wall_s": max(walls),
-        "median_episodes_to_solve": statistics.median(
-            [r["episodes_to_solve"] for r in solved]) if solved else None,
-        "median_evals_to_solve": statistics.median(
-            [r["evals_to_solve"] for r in solved]) if solved else None,
+        "km_wall_to_solve": km_median(rows, "wall_to_solve", "run_wall_s"),
+        "km_episodes_to_solve": km_median(rows, "episodes_to_solve", "total_episodes"),
+        "km_evals_to_solve": km_median(rows, "evals_to_solve", "total_evals"),
+        # solved runs whose saved solution also reached the target on the audit
+        "audited": len(audited),
+        "audit_passed": sum(r["audit_mean"] >= r["target"] for r in audited),
         "per_seed": rows,
     }
+
+
+def _interval(m: list[float | None], spec: str = ".1f") -> str:
+    def f(x):
+        return "not reached" if x is None else format(x, spec)
+    return f"{f(m[0])} [{f(m[1])}, {f(m[2])}]"
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -105,6 +150,9 @@ def main() -> int:
                    help="compare launcher variants, run in turn on every seed (the first is "
                    "the baseline of the ratios), e.g. --variant row= --variant "
                    "'sep=--strategy sep-cmaes'; flags after -- go to every variant")
+    p.add_argument("--audit-episodes", type=int, default=100,
+                   help="re-test each saved solution on this many fresh episodes with "
+                   "islands.evaluate (0: no audit; default: 100)")
     p.add_argument("--keep", metavar="DIR", default=None,
                    help="keep each seed's run directory as DIR/s<seed> (default: a temporary "
                    "directory, removed at the end)")
@@ -116,19 +164,24 @@ def main() -> int:
         base = Path(args.keep) if args.keep else Path(tmp)
         for seed in parse_seeds(args.seeds):
             for name, flags in variants:  # interleaved: a noisy spell hits every variant
-                r = run_seed(args.env, args.islands, seed, [*flags, *extra],
-                             base / f"{name + '-' if name else ''}s{seed}", args.timeout)
+                out = base / f"{name + '-' if name else ''}s{seed}"
+                r = run_seed(args.env, args.islands, seed, [*flags, *extra], out, args.timeout)
+                r["audit_mean"] = audit(out, args.audit_episodes)
                 rows[name].append(r)
                 print(f"{name + '  ' if name else ''}seed {seed:>3}  solved "
                       f"{str(r['solved']):>5}  run wall {r['run_wall_s']:7.1f} s  to solve "
                       f"{_fmt(r['wall_to_solve']):>7} s  evals "
                       f"{_fmt(r['evals_to_solve'], 'd'):>8}  episodes "
-                      f"{_fmt(r['episodes_to_solve'], 'd'):>8}  test {_fmt(r['test_mean'])}",
+                      f"{_fmt(r['episodes_to_solve'], 'd'):>8}  test {_fmt(r['test_mean'])}  "
+                      f"confirmation {_fmt(r['confirmation_mean'])}  audit "
+                      f"{_fmt(r['audit_mean'])}",
                       flush=True)
     sums = {name: summarize(r) for name, r in rows.items()}
     for name, s in sums.items():
-        print(f"{name + ': ' if name else ''}solved {s['solved']}/{s['runs']}; run wall "
-              f"median {s['median_run_wall_s']:.1f} s, worst {s['worst_run_wall_s']:.1f} s")
+        print(f"{name + ': ' if name else ''}solved {s['solved']}/{s['runs']}; wall to solve "
+              f"(Kaplan-Meier) {_interval(s['km_wall_to_solve'])} s, episodes "
+              f"{_interval(s['km_episodes_to_solve'], ',.0f')}; worst run "
+              f"{s['worst_run_wall_s']:.1f} s; audit passed {s['audit_passed']}/{s['audited']}")
     out = {"benchmark": "time_to_solve", "env": args.env, "islands": args.islands,
            "launcher_flags": extra}
     if len(variants) == 1 and not variants[0][0]:

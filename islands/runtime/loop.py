@@ -294,6 +294,9 @@ class RunLoop:
                            "island": cand.island,
                            "generation": cand.generation, "kind": cand.kind, **res,
                            "passed": passes(res, self.cfg.target),
+                           # the run's totals when the genome was found: what solving on
+                           # this test would have cost
+                           "found_at": dict(cand.found_at),
                            "wall_s": time.monotonic() - self.t0, "final": final})
         log.info("%s of island %d's %s (generation %d, training fitness %.1f, "
                  "re-evaluated %s): mean %.1f over %d episodes%s", role + " test", cand.island,
