@@ -1,7 +1,8 @@
 """Which genomes get tested against the target, in what order, and which one is the solution.
 
 Plain Python: the run loop (``islands.runtime.loop``) feeds island results in, takes the
-next candidate to test out, and asks :func:`choose_solution` at the end.
+next test out (:class:`Validation`: a passing test is confirmed first), and asks
+:meth:`Validation.solution` at the end.
 """
 
 from __future__ import annotations

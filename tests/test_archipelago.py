@@ -245,7 +245,14 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert 0 < summary["wall_to_solve"] <= summary["wall_s"]
     # CartPole: 2 episodes per evaluation, plus 10 per re-evaluated candidate
     confirmations = summary["tester"]["confirmations"]
-    assert confirmations >= 2 * sum(not t["final"] for t in summary["tests"])  # sample+center
+    # sample + center per offer; each selecting test took one offer
+    assert confirmations >= 2 * sum(not t["final"] and t["role"] == "selecting"
+                                    for t in summary["tests"])
+    # solved means confirmed: the passing genome was re-tested on fresh episodes
+    conf = summary["confirmation"]
+    assert summary["confirmed"] and conf["episodes"] == 100 and conf["mean"] >= 475
+    assert conf["ci95"][0] <= conf["mean"] <= conf["ci95"][1]
+    assert summary["tests"][-1]["role"] == "confirmation"
     assert summary["total_episodes"] == 2 * summary["total_evals"] + 10 * confirmations
     assert summary["tester"]["tests"] == len(summary["tests"])
     assert summary["tester"]["env_steps"] >= 100 * 475  # the passing test alone

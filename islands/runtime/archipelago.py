@@ -3,7 +3,7 @@
 ``Archipelago(cfg, plan)`` creates the named actors (``coordinator``, ``island-NN``, later
 ``tester``) in the run's Ray namespace; ``run()`` hands them to the event loop
 (:mod:`.loop`) and, once it stops, collects the hall of fame, writes final checkpoints,
-tests what still needs a test and chooses the solution (``candidates.choose_solution``).
+tests what still needs a test and chooses the solution (``candidates.Validation``).
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ Who does what:
   statistics into the islands' inboxes for their next call; :meth:`RunLoop.on_test_result`
   records a candidate's test. Nobody blocks on anybody: a slow island is simply
   resubmitted less often, so it migrates less.
-- Stop: per-island generation limit, time budget, a passing test, or a signal. A candidate
-  test (on ``test_episodes`` fresh episodes, on the tester actor) runs whenever one is
-  queued and none is running.
+- Stop: per-island generation limit, time budget, a confirmed genome, or a signal. A
+  candidate test (on ``test_episodes`` fresh episodes, on the tester actor) runs whenever
+  one is queued and none is running; a passing one is confirmed on ``retest_episodes`` other
+  fresh episodes before anything else runs (:class:`~islands.candidates.Validation`).
 - Faults: a lost island call is resubmitted with the same arguments (no migrant is lost)
   once Ray has restarted the island from its checkpoint; reports the coordinator lost while
   it restarted are resent, with the best result seen so far.
