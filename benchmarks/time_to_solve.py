@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,13 +56,21 @@ def run_seed(env: str, islands: int, seed: int, extra: list[str], out: Path,
     budget = [] if "--time-budget" in extra else ["--time-budget", str(timeout)]
     cmd = [sys.executable, "-m", "islands.launch", "--env", env, "--islands", str(islands),
            "--seed", str(seed), "--quiet", "--out", str(out), *budget, *extra]
-    t = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout + GRACE_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    wall = time.monotonic() - t
-    if proc.returncode != 0:
-        raise SystemExit(f"seed {seed}: launcher exited {proc.returncode}: "
-                         f"{proc.stderr.strip().splitlines()[-1:]}")
+    for attempt in (1, 2):  # a run that failed to start (Ray's start-up on a loaded
+        # machine) is retried once in a fresh directory; a second failure ends the benchmark
+        t = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout + GRACE_S,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        wall = time.monotonic() - t
+        if proc.returncode == 0:
+            break
+        message = (f"seed {seed}: launcher exited {proc.returncode}: "
+                   f"{proc.stderr.strip().splitlines()[-1:]}")
+        if attempt == 2:
+            raise SystemExit(message)
+        print(message + "; retrying", file=sys.stderr, flush=True)
+        shutil.rmtree(out, ignore_errors=True)
     s = json.loads((out / "summary.json").read_text())
     return {"seed": seed, "solved": bool(s["solved"]), "target": s.get("target"),
             "run_wall_s": s["wall_s"],
