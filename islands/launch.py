@@ -25,8 +25,8 @@ from .planning import ResourceError
 from .signals import SIGNALS
 
 PROG = "islands.launch"
-SUMMARY_KEYS = ("env", "solved", "best_fitness", "test_mean", "test_std", "test_episodes",
-                "wall_s", "total_evals", "total_env_steps", "stop_reason")
+SUMMARY_KEYS = ("env", "solved", "best_fitness", "test_mean", "confirmation_mean", "test_std",
+                "test_episodes", "wall_s", "total_evals", "total_env_steps", "stop_reason")
 
 
 def main(argv: list[str] | None = None) -> int:

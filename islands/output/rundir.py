@@ -38,6 +38,7 @@ METRIC_COLUMNS = (
 )
 SUMMARY_KEYS = (
     "best_fitness", "test_mean", "test_std", "test_episodes", "solved", "wall_s",
+    "confirmed", "confirmation_mean", "selecting_test", "confirmation",
     "total_evals", "total_env_steps", "total_episodes", "islands", "env", "stop_reason",
     "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
 )

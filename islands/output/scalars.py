@@ -86,9 +86,13 @@ class ScalarLog:
             self.wandb.log({"env_steps": step, **{f"{name}/{k}": v for k, v in island.items()},
                             **{f"archipelago/{k}": v for k, v in arch.items()}})
 
-    def log_final(self, test: dict[str, Any] | None, solved: bool) -> None:
-        """The solution's test (``test/final_mean``) and the outcome, at the last step."""
-        final = {"test/final_mean": (test or {}).get("mean"), "test/solved": float(solved)}
+    def log_final(self, test: dict[str, Any] | None, solved: bool,
+                  retest: dict[str, Any] | None = None) -> None:
+        """The solution's selecting test (``test/final_mean``), its confirmation
+        (``test/confirmation_mean``) and the outcome, at the last step."""
+        final = {"test/final_mean": (test or {}).get("mean"),
+                 "test/confirmation_mean": (retest or {}).get("mean"),
+                 "test/solved": float(solved)}
         final = {k: v for k, v in final.items() if _finite(v)}
         for tag, v in final.items() if self.writers else ():
             self.writers["archipelago"].add_scalar(tag, float(v), self.step)

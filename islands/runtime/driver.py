@@ -170,7 +170,7 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
                 flushed[0] = time.monotonic()
 
         result = arch.run(on_report=on_report)
-        scalars.log_final(result.test, result.solved)
+        scalars.log_final(result.test, result.solved, result.retest)
         return result
 
 

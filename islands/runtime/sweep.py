@@ -200,7 +200,9 @@ def _final(s: dict[str, Any]) -> dict[str, Any]:
     return {"best_fitness": float(s["best_fitness"]), "total_evals": int(s["total_evals"]),
             "total_env_steps": int(s["total_env_steps"]), "wall_s": float(s["wall_s"]),
             "solved": bool(s["solved"]), "final": True,
-            "test_mean": float("nan") if s.get("test_mean") is None else s["test_mean"]}
+            "test_mean": float("nan") if s.get("test_mean") is None else s["test_mean"],
+            "confirmation_mean": float("nan") if s.get("confirmation_mean") is None
+            else s["confirmation_mean"]}
 
 
 # ---- the driver ----------------------------------------------------------------------------
