@@ -55,21 +55,28 @@ def test_gymnasiums_mujoco_envs_run_through_the_gymnasium_backend():
 
 
 def test_the_ars_rows_build_arss_own_strategy_settings():
-    """Hopper's row: ARS V2-t with the paper's Hopper settings (N = 8 directions, top 4,
-    nu 0.025, alpha 0.01, survival bonus removed), as the island's strategy sees them."""
+    """Hopper's row (ARS V2-t with the paper's Hopper settings: popsize 2N, sigma nu, lr
+    alpha, top b, its survival-bonus shift) reaches the island's strategy as written in the
+    env table, the one place those figures live; every ars row builds an ars that takes
+    them (top within its directions: the strategy would refuse it otherwise)."""
     from islands.island.core import IslandCore
     from islands.planning import plan_islands
+    from islands.strategies import make
 
+    row = MUJOCO["Hopper"]
     cfg = resolve(parse_args(["--env", "Hopper-v4"]))
-    assert cfg.reward_shift == 1.0
+    assert cfg.reward_shift == row["reward_shift"] > 0
     spec = plan_islands(cfg, [2.0])[0]
     core = IslandCore(spec, cfg.eval_spec(), run_seed=0)
     try:
         s = core.strategy
-        assert (s.name, s.popsize, s.sigma, s.hp) == ("ars", 16, 0.025, {"lr": 0.01, "top": 4})
+        assert (s.name, s.popsize, s.sigma, s.hp) == (
+            "ars", row["popsize"], row["sigma"], row["strategy_options"])
     finally:
         core.close()
-    # every ars row keeps top within its directions (the strategy would refuse it)
     for task, row in MUJOCO.items():
         if row["strategy"] == "ars":
-            assert 1 <= row["strategy_options"]["top"] <= row["popsize"] // 2, task
+            s = make("ars", 4, popsize=row["popsize"], sigma=row["sigma"],
+                              **row["strategy_options"])
+            assert (s.popsize, s.sigma, s.hp) == (
+                row["popsize"], row["sigma"], row["strategy_options"]), task

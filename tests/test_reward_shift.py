@@ -11,6 +11,7 @@ import pytest
 from island_core import island, island_cfg
 
 from islands.config import ConfigError, parse_args, resolve
+from islands.envdefaults import MUJOCO
 from islands.island.confirm import Confirmation
 from islands.island.hooks import Elite
 from islands.planning import plan_islands
@@ -33,7 +34,8 @@ def test_training_fitness_is_the_return_less_the_shift_per_step():
 
 def test_candidates_are_offered_on_the_task_s_own_returns():
     cfg = resolve(parse_args(["--env", "Hopper-v4", "--reward-shift", "1"]))
-    assert cfg.target == 3120 and plan_islands(cfg, [2.0])[0].candidate_threshold == 3120
+    target = MUJOCO["Hopper"]["target"]  # ARS's threshold, from the env table
+    assert cfg.target == target and plan_islands(cfg, [2.0])[0].candidate_threshold == target
     # a CartPole island with target 50, its training fitness shifted by 0.5 per step
     core = island(island_cfg(reward_shift=0.5, target=50.0, confirm_episodes=0))
     X = core.strategy.ask()
