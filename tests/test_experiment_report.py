@@ -646,3 +646,39 @@ def test_mujoco_report_compares_training_episodes_with_ars(tmp_path):
     assert re.search(r"\| Hopper-v4 \| 2 \| 1 \| 5,000 \[[^]]*\] \| 1,973 \| 2\.53\d* \| 1/2 \|",
                      text)
     assert "at most ARS V2-t's on 1 of 2 tasks" in text
+
+
+# ---- censoring and pairing in the statistics (issue 42) ---------------------------------
+def test_kaplan_meier_leaves_runs_without_a_count_out_and_counts_them():
+    from islands.experiment import stats
+
+    with_lost = stats.kaplan_meier([1000, math.nan, 2000, 3000, math.nan], [1, 0, 1, 0, 1])
+    without = stats.kaplan_meier([1000, 2000, 3000], [1, 1, 0])
+    assert (with_lost.n, with_lost.no_count, with_lost.events) == (5, 2, 2)
+    assert (with_lost.median, with_lost.low, with_lost.high) == (
+        without.median, without.low, without.high) == (2000, 1000, math.inf)
+    assert stats.kaplan_meier([math.nan], [0]).no_count == 1
+    assert math.isnan(stats.kaplan_meier([math.nan], [0]).median)  # nothing to fit
+    assert stats.logrank([1, 2, math.nan], [1, 1, 0], [3, 4], [1, 1]) == pytest.approx(
+        stats.logrank([1, 2], [1, 1], [3, 4], [1, 1]))
+
+
+def test_paired_arms_count_which_solved_first_with_censored_runs_decided_correctly():
+    from scipy.stats import wilcoxon
+
+    from islands.experiment import stats
+
+    # per seed (a, solved, b, solved): a first; b first; a solved before b stopped; b
+    # solved before a stopped; neither solved; a solved after b stopped (undecided)
+    a = [(10, 1), (20, 1), (30, 1), (300, 0), (300, 0), (200, 1)]
+    b = [(15, 1), (10, 1), (300, 0), (40, 1), (300, 0), (100, 0)]
+    r = stats.paired(*zip(*a, strict=True), *zip(*b, strict=True))
+    assert (r.pairs, r.a_first, r.b_first, r.undecided) == (6, 2, 2, 2)
+    assert r.sign_p == 1.0
+    assert r.wilcoxon_p == pytest.approx(wilcoxon([5, -10, 270, -260]).pvalue)
+    assert not r.ranks_exact  # bounded differences of both signs: their order is unknown
+    # five seeds a first, the censored one the largest difference: exact, p = 2 / 2**5
+    a5, b5 = [10, 20, 30, 40, 50], [20, 25, 31, 48, 300]
+    r5 = stats.paired(a5, [1] * 5, b5, [1, 1, 1, 1, 0])
+    assert (r5.a_first, r5.b_first, r5.ranks_exact) == (5, 0, True)
+    assert r5.sign_p == pytest.approx(2 / 32) and r5.wilcoxon_p == pytest.approx(2 / 32)

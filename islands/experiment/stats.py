@@ -8,7 +8,10 @@
   solved the median is "not reached" (``inf``).
 - Success rates carry a Wilson score interval (``scipy.stats.binomtest``).
 - Two groups of times to solve are compared with the log-rank test (``scipy.stats.logrank``),
-  which uses every run, censored ones included.
+  which uses every run, censored ones included. Paired groups (each seed runs both arms)
+  take :func:`paired` instead: the log-rank test treats its groups as independent.
+- A run that left no count (NaN: it crashed before its first report) has no place on the
+  time axis: it is left out of these fits and counted (``no_count``), never censored at 0.
 
 Plain Python and scipy, no Ray, no pandas: the report modules build tables from these.
 """
@@ -27,14 +30,16 @@ LEVEL = 0.95  # every interval in a report
 @dataclass(frozen=True)
 class KM:
     """A Kaplan-Meier fit of one cell: ``n`` runs, ``events`` of them solved; the median
-    time to solve and its interval (``inf``: not reached, NaN: no runs); the step curve
-    (times, survival, band) for figures."""
+    time to solve and its interval (``inf``: not reached, NaN: no runs); ``no_count`` of the
+    ``n`` runs left no time and are not in the fit; the step curve (times, survival, band)
+    for figures."""
 
     n: int
     events: int
     median: float
     low: float
     high: float
+    no_count: int = 0
     times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     surv: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     band_low: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -53,17 +58,23 @@ def _first_at_or_below(times: np.ndarray, values: np.ndarray, level: float) -> f
 
 def kaplan_meier(times, solved) -> KM:
     """The Kaplan-Meier fit of runs that solved at ``times[i]`` (``solved[i]``) or were
-    censored there. NaN times (a run that left no count) are censored at 0: the run is in
-    the cell but adds no time at risk."""
+    censored there. A NaN time (a run that left no count: it crashed before its first
+    report) is left out of the fit and counted in ``no_count``: where that run would lie on
+    the time axis is unknown, so no censoring time is honest for it. The fit is then the
+    time to solve of the runs that left a count (censoring at 0, as before, gave the same
+    curve but hid the run); a report states the count beside the median, and the cell's
+    success rate still counts the run as unsolved."""
     from scipy import stats
 
-    t = np.nan_to_num(np.asarray(times, dtype=float), nan=0.0)
-    e = np.asarray(solved, dtype=bool)
+    t_all = np.asarray(times, dtype=float)
+    known = ~np.isnan(t_all)
+    t, e = t_all[known], np.asarray(solved, dtype=bool)[known]
+    n, no_count = len(t_all), int((~known).sum())
     if len(t) == 0:
-        return KM(0, 0, math.nan, math.nan, math.nan)
+        return KM(n, 0, math.nan, math.nan, math.nan, no_count)
     if not e.any():  # never solved: S(t) = 1 throughout
-        return KM(len(t), 0, math.inf, math.inf, math.inf, np.array([t.max()]), np.ones(1),
-                  np.ones(1), np.ones(1))
+        return KM(n, 0, math.inf, math.inf, math.inf, no_count, np.array([t.max()]),
+                  np.ones(1), np.ones(1), np.ones(1))
     sf = stats.ecdf(stats.CensoredData(uncensored=t[e], right=t[~e])).sf
     with warnings.catch_warnings():  # "undefined at some observations": handled below
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -77,8 +88,8 @@ def kaplan_meier(times, solved) -> KM:
         band[np.isnan(band) & (s <= 0)] = 0.0
     lo, hi = np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
     x = sf.quantiles
-    return KM(len(t), int(e.sum()), _first_at_or_below(x, s, 0.5),
-              _first_at_or_below(x, lo, 0.5), _first_at_or_below(x, hi, 0.5), x, s, lo, hi)
+    return KM(n, int(e.sum()), _first_at_or_below(x, s, 0.5), _first_at_or_below(x, lo, 0.5),
+              _first_at_or_below(x, hi, 0.5), no_count, x, s, lo, hi)
 
 
 def wilson(successes: int, n: int) -> tuple[float, float]:
@@ -92,12 +103,15 @@ def wilson(successes: int, n: int) -> tuple[float, float]:
 
 
 def logrank(times_a, solved_a, times_b, solved_b) -> float:
-    """Two-sided log-rank p-value between two cells' times to solve (NaN when either cell
-    is empty or no run of either solved: nothing to compare)."""
+    """Two-sided log-rank p-value between two independent cells' times to solve (NaN when
+    either cell has no run with a count or no run of either solved: nothing to compare).
+    Runs without a count (NaN) are left out, as in :func:`kaplan_meier`."""
     from scipy import stats
 
-    ta, tb = (np.nan_to_num(np.asarray(x, dtype=float), nan=0.0) for x in (times_a, times_b))
-    ea, eb = np.asarray(solved_a, dtype=bool), np.asarray(solved_b, dtype=bool)
+    ta, tb = (np.asarray(x, dtype=float) for x in (times_a, times_b))
+    ea, eb = np.asarray(solved_a, dtype=bool)[~np.isnan(ta)], \
+        np.asarray(solved_b, dtype=bool)[~np.isnan(tb)]
+    ta, tb = ta[~np.isnan(ta)], tb[~np.isnan(tb)]
     if len(ta) == 0 or len(tb) == 0 or not (ea.any() or eb.any()):
         return math.nan
     res = stats.logrank(stats.CensoredData(uncensored=ta[ea], right=ta[~ea]),
@@ -121,3 +135,53 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     if any(math.isnan(x) for x in (*a, *b)):
         return True
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Two arms run on the same seeds: per seed, which arm solved first. ``undecided``:
+    seeds where neither solved, where one solved only after the other stopped unsolved (had
+    that run gone on, it might have solved first), or a tie. ``sign_p``: two-sided exact
+    sign test on the decided seeds; ``wilcoxon_p``: two-sided Wilcoxon signed-rank test on
+    their differences (b - a), an unsolved run at the time it stopped (a lower bound on its
+    own time); ``ranks_exact``: every such bounded difference ranks the same whatever its
+    true size (it is larger than every exact one, and all bounded ones share a sign), so the
+    Wilcoxon p holds as if every time were known."""
+
+    pairs: int
+    a_first: int
+    b_first: int
+    undecided: int
+    sign_p: float
+    wilcoxon_p: float
+    ranks_exact: bool
+
+
+def _first(ta: float, ea: bool, tb: float, eb: bool) -> int:
+    """-1: a solved first, 1: b did, 0: not decided."""
+    if ea and ta < tb:  # b, solved or not, had not solved by then
+        return -1
+    if eb and tb < ta:
+        return 1
+    return 0
+
+
+def paired(times_a, solved_a, times_b, solved_b) -> Paired:
+    """The paired comparison of two arms' times to solve, seed by seed (``times_a[i]`` and
+    ``times_b[i]`` ran on the same seed; an unsolved run's time is where it stopped)."""
+    from scipy import stats
+
+    ta, tb = np.asarray(times_a, dtype=float), np.asarray(times_b, dtype=float)
+    ea, eb = np.asarray(solved_a, dtype=bool), np.asarray(solved_b, dtype=bool)
+    first = np.array([_first(*x) for x in zip(ta, ea, tb, eb, strict=True)], dtype=int)
+    a_first, b_first = int((first < 0).sum()), int((first > 0).sum())
+    decided = first != 0
+    n = a_first + b_first
+    sign_p = float(stats.binomtest(a_first, n).pvalue) if n else math.nan
+    d = (tb - ta)[decided]
+    bounded = ~(ea & eb)[decided]  # one run of the pair unsolved: |d| is a lower bound
+    exact = bool(not bounded.any() or (
+        len(set(np.sign(d[bounded]))) == 1
+        and np.abs(d[bounded]).min() >= np.abs(d[~bounded]).max(initial=0.0)))
+    wp = float(stats.wilcoxon(d).pvalue) if n else math.nan
+    return Paired(len(ta), a_first, b_first, len(ta) - n, sign_p, wp, exact)
