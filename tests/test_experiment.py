@@ -114,6 +114,9 @@ def test_results_hold_one_row_per_run_with_the_grid_and_the_outcome(experiment):
     assert (res.popsize == 6).all()
     assert (res.total_evals > 0).all() and res.best_fitness.notna().all()
     assert (res.stop_reason == "generations").all()
+    # target "none": nothing reached a test, yet every summary says whether it confirmed
+    assert res.confirmed.notna().all() and not res.confirmed.astype(bool).any()
+    assert not res.solved.any() and not res.solved_at_total.any()
     curves = pd.read_parquet(exp_dir / CURVES)
     # (a trial killed before its first metrics flush and resumed at its generation limit
     # has no report rows: no curve)

@@ -263,6 +263,10 @@ def test_results_columns_and_values(generic_exp):
                      stop_reason="evaluation budget")
     row = collect_one(final.parent.parent, final.name)
     assert row.status == "solved" and (row.evals_used, row.wall_used) == (20, 2.0)
+    assert row.solved_at_total and row.episodes_used == row.total_episodes == 20
+    assert not t0.solved_at_total and t0.episodes_used == 300
+    # summaries without ``confirmed`` predate confirmations: solved on the test alone
+    assert t0.confirmed is None and np.isnan(t0.confirmation_mean)
     c0 = curves[curves["trial"] == "t0"]
     assert list(c0["wall_s"]) == [1.0, 1.7, 2.0, 3.0, 3.4, 4.0]
     assert list(c0["best_fitness"]) == [1, 10, 10, 10, 12, 20]  # archipelago running max
@@ -323,17 +327,23 @@ def test_every_trial_is_a_row_and_failures_count(failure_exp):
     assert (t.loc["cmaes", "n_oom"], t.loc["openai-es", "n_crashed"]) == (1, 1)
     assert (t.loc["cmaes", "success_low"], t.loc["cmaes", "success_high"]) == pytest.approx(
         wilson_by_hand(4, 5))
-    # Kaplan-Meier by hand: the OOM run is censored at 0 (at risk nowhere), so 4 at risk:
-    # S = 3/4 after 1,000, 2/4 after 2,000: the median is 2,000
+    # Kaplan-Meier by hand: the OOM run left no count, so it is out of the fit (and
+    # counted): 4 at risk, S = 3/4 after 1,000, 2/4 after 2,000: the median is 2,000
     assert t.loc["cmaes", "evals_to_solve"] == 2000
+    assert (t.loc["cmaes", "evals_no_count"], t.loc["openai-es", "wall_no_count"]) == (1, 1)
     assert math.isinf(t.loc["openai-es", "evals_to_solve"])  # never solved: not reached
     text = assert_report_ok(failure_exp)
     assert "**Runs:** 10 of 10 trials ran (4 solved, 4 unsolved, 1 oom, 1 crashed)." in text
     assert ("- t4 (t4 seed=4): oom: OutOfMemoryError: Task was killed due to the node "
             "running low on memory.") in text
     assert "- t9 (t9 seed=4): crashed: ValueError: boom in the island" in text
-    assert "| openai-es | 5 | 0/5 = 0% [0%, 43%] | not reached | not reached |" in text
-    assert "| cmaes | 5 | 4/5 = 80% [38%, 96%] | 2,000 [1,000, " in text
+    assert ("| openai-es | 5 | 0/5 = 0% [0%, 43%] | not reached; 1 no count | not reached; "
+            "1 no count |") in text
+    assert "| cmaes | 5 | 4/5 = 80% [38%, 96%] | 2,000 [1,000, 4,000]; 1 no count | " in text
+    assert ("- 2 run(s) left no count (they failed before their first report): each counts "
+            "as unsolved in its cell's success rate and is left out of its Kaplan-Meier fit "
+            "(\"no count\" in the cell)") in text and "(t4, t9)." in text
+    assert "unconfirmed (t0, t1, t2, t3)." in text  # older summaries: no confirmation
 
 
 @pytest.fixture(scope="module")
@@ -457,9 +467,9 @@ def test_neuromod_vs_cmaes_tests_on_test_means_and_all_runs(neuromod_five):
     p = exact_mann_whitney_p([210, 220, 230, 240], [100, 110, 120, 130, 140])
     assert p == pytest.approx(2 / 126)
     # p < 0.05, but the untested run leaves neuromod 4 test means: no claim below 5
-    assert ("Final test means: no difference shown (median 225 vs 120; Mann-Whitney U = 20, "
-            f"p = {p:.3g}; runs with a final test: 4 of 5 vs 5 of 5; fewer than 5 runs with a "
-            "final test in an arm)") in text
+    assert ("Final selecting-test means (the runs predate confirmations): no difference "
+            f"shown (median 225 vs 120; Mann-Whitney U = 20, p = {p:.3g}; runs with a final "
+            "test: 4 of 5 vs 5 of 5; fewer than 5 runs with a final test in an arm)") in text
     assert ("neuromod-4 (unsolved: no final test: no candidate reached the target in "
             "training)") in text and "stands in" in text  # named: no training fitness
     lr = logrank_p([2000, 3000, 4000, 5000, 10000], [1, 1, 1, 1, 0],
@@ -494,8 +504,8 @@ def test_bipedal_and_pong_answers(tmp_path):
     for seed, test in ((0, -15.0), (1, -12.5)):
         solved_run(pong, f"t{seed}", seed, {}, {"env": "Pong-v5", "islands": 1}, wall=600.0,
                    evals=10_000, test=test, solved=False)
-    assert "Pong-v5: not reached (target 0) in 2 runs; best test mean -12.5." in \
-        assert_report_ok(pong)
+    assert ("Pong-v5: not reached (target 0) in 2 runs; best selecting test -12.5 (no "
+            "confirmations: the runs predate them).") in assert_report_ok(pong)
 
 
 @pytest.mark.parametrize("kind", names.REPORT_KINDS)
@@ -520,7 +530,8 @@ def test_head_to_head_arms_by_another_grid_field(tmp_path):
                    wall=10.0, evals=1000, solved=False, test=100.0 + seed)
     text = assert_report_ok(exp)
     assert "Arms by `strategy` (the grid field with two values)." in text
-    assert "Final test means: no difference shown" in text and "p = 1;" in text
+    assert "Final selecting-test means (the runs predate confirmations): no difference shown" \
+        in text and "p = 1;" in text
     assert "fewer than 5 runs with a final test in an arm" in text
     # five tests per arm, the second arm higher: the sentence names it first, its median first
     more = [(f"{s}-{seed}", {"strategy": s}, seed) for s in ("cmaes", "openai-es")
@@ -531,8 +542,8 @@ def test_head_to_head_arms_by_another_grid_field(tmp_path):
         solved_run(exp5, trial, seed, params, {"env": "LunarLander-v3", "islands": 1},
                    wall=10.0, evals=1000, solved=False,
                    test=(0.0 if params["strategy"] == "cmaes" else 100.0) + seed)
-    assert "Final test means: openai-es higher than cmaes (median 102 vs 2;" in \
-        assert_report_ok(exp5)
+    assert "means (the runs predate confirmations): openai-es higher than cmaes (median 102 " \
+        "vs 2;" in assert_report_ok(exp5)
 
 
 def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp, capsys):
@@ -648,7 +659,118 @@ def test_mujoco_report_compares_training_episodes_with_ars(tmp_path):
     assert "at most ARS V2-t's on 1 of 2 tasks" in text
 
 
-# ---- censoring and pairing in the statistics (issue 42) ---------------------------------
+# ---- confirmations, counts and censoring (issue 42) -------------------------------------
+def confirmed_run(exp, trial, seed, params, cfg, *, wall, evals, test, confirmation,
+                  target=200.0, **summary):
+    """A run as summary.json now writes it: solved only when the selecting test and its
+    confirmation on fresh episodes both reach the target."""
+    ok = test >= target and confirmation >= target
+    fields = lambda m: {"mean": m, "ci95": [m - 5, m + 5], "std": 20.0,  # noqa: E731
+                        "episodes": 100, "seed": 7, "screened_out": False}
+    return solved_run(exp, trial, seed, params, cfg, wall=wall, evals=evals, test=test,
+                      solved=ok, confirmed=ok, confirmation_mean=confirmation,
+                      selecting_test=fields(test), confirmation=fields(confirmation),
+                      **summary)
+
+
+def test_solved_means_confirmed_and_reports_give_the_confirmation_mean(tmp_path):
+    trials = [(f"t{s}", {}, s) for s in range(3)]
+    exp = make_experiment(tmp_path / "exp", "bipedal", {}, [0, 1, 2], trials,
+                          base={"env": "LunarLander-v3"})
+    cfg = {"env": "LunarLander-v3", "islands": 1}
+    confirmed_run(exp, "t0", 0, {}, cfg, wall=40.0, evals=4000, test=230.0, confirmation=215.0)
+    # its selecting test passed (the best of several noisy tests), its confirmation did not
+    confirmed_run(exp, "t1", 1, {}, cfg, wall=50.0, evals=5000, test=210.0, confirmation=185.0)
+    confirmed_run(exp, "t2", 2, {}, cfg, wall=50.0, evals=5000, test=150.0, confirmation=140.0)
+    results, _ = collect(exp)
+    by = results.set_index("trial")
+    assert list(by["solved"]) == [True, False, False]
+    assert list(by["confirmed"]) == [True, False, False]
+    assert list(by["confirmation_mean"]) == [215.0, 185.0, 140.0]
+    assert list(by["test_mean"]) == [230.0, 210.0, 150.0]  # the selecting tests, beside it
+    assert by.loc["t0", "reason"] == "passed its test and its confirmation (target)"
+    assert by.loc["t1", "status"] == "unsolved" and by.loc["t1", "reason"] == (
+        "evaluation budget; its test reached the target, its confirmation did not (mean 185)")
+    assert np.isnan(by.loc["t1", "evals_to_solve"]) and by.loc["t1", "evals_used"] == 5000
+    cell = per_config(results).iloc[0]
+    assert (cell.solved, cell.unconfirmed) == (1, 0)
+    assert (cell.confirmation_mean, cell.test_mean) == (185.0, 210.0)
+    text = assert_report_ok(exp)
+    assert "| tested | median confirmation mean | median selecting test |" in text
+    assert "| 3 | 185 | 210 |" in text and "unconfirmed" not in text
+    from islands.experiment.results import solved_of
+
+    assert solved_of({"solved": True}) == (True, None)  # an older summary
+    # --retest-episodes 0: solved on the selecting test, no confirmation ran
+    assert solved_of({"solved": True, "confirmed": True, "confirmation": None}) == (True, None)
+    assert solved_of({"solved": True, "confirmed": True, "confirmation": {"mean": 215.0}}) \
+        == (True, True)
+    assert "| all | 1/3 = 33% [6%, 79%] | not reached [4,000, ∞] | not reached | 3 | 185 | " \
+        "210 | 215 | 5,000 |" in text  # the unsolved runs ran longer than the solve: censored
+    assert "in 1/3 = 33% [6%, 79%] runs; median not reached [4,000, ∞] evaluations" in text
+
+
+def test_a_wall_clock_median_is_withheld_where_the_evaluation_budget_censored_runs(tmp_path):
+    """cmaes: one solve at 40 s; two runs ran out of evaluations after 25 and 30 s (fast
+    evaluations), which say nothing about seconds to solve. sep-cmaes: solves at 20 and
+    30 s, its unsolved run ran 60 s: every censoring after every solve, the median stands."""
+    trials = [(f"t{i}", {"strategy": s}, seed) for i, (s, seed) in enumerate(
+        (s, seed) for s in ("cmaes", "sep-cmaes") for seed in range(3))]
+    exp = make_experiment(tmp_path / "exp", "generic", {"strategy": ["cmaes", "sep-cmaes"]},
+                          [0, 1, 2], trials)
+    cfg = {"env": "LunarLander-v3", "islands": 1}
+    runs = {"t0": (40.0, True), "t1": (25.0, False), "t2": (30.0, False),
+            "t3": (20.0, True), "t4": (30.0, True), "t5": (60.0, False)}
+    for trial, params, seed in trials:
+        wall, solved = runs[trial]
+        solved_run(exp, trial, seed, params, cfg, wall=wall, evals=4000 if solved else 5000,
+                   solved=solved, test=210.0 if solved else 100.0)
+    t = per_config(collect(exp)[0], "strategy").set_index("strategy")
+    assert t.loc["cmaes", "wall_censored_by_evals"] == 2 and np.isnan(
+        t.loc["cmaes", "wall_to_solve"])
+    assert t.loc["sep-cmaes", "wall_censored_by_evals"] == 0
+    assert t.loc["sep-cmaes", "wall_to_solve"] == 30.0  # S = 2/3 after 20 s, 1/3 after 30 s
+    text = assert_report_ok(exp)
+    assert "| cmaes | 3 | 1/3 = 33% [6%, 79%] | not reached [4,000, ∞] | — (censored by " \
+        "the evaluation budget) |" in text
+    assert "| sep-cmaes | 3 | 2/3 = 67% [21%, 94%] | 4,000 [4,000, ∞] | 30 [20, ∞] |" in text
+    assert ("- \"— (censored by the evaluation budget)\": no median of seconds where a run "
+            "stopped by its evaluation budget used fewer seconds than a solved run of its cell "
+            "took.") in text
+    # a run stopped by the clock is censored on seconds where it stopped: the median stands
+    clock = make_experiment(tmp_path / "clock", "generic", {}, [0, 1],
+                            [("c0", {}, 0), ("c1", {}, 1)])
+    solved_run(clock, "c0", 0, {}, cfg, wall=20.0, evals=4000, test=210.0)
+    solved_run(clock, "c1", 1, {}, cfg, wall=15.0, evals=2000, solved=False,
+               stop_reason="time budget")
+    assert per_config(collect(clock)[0]).iloc[0].wall_censored_by_evals == 0
+
+
+def test_mujoco_counts_a_solved_run_without_a_count_at_its_total_not_at_zero(tmp_path):
+    trials = [(f"t{s}", {}, 1000 + s) for s in range(3)]
+    exp = make_experiment(tmp_path / "mj", "mujoco", {}, [1000, 1001, 1002], trials,
+                          base={"env": "Swimmer-v4"})
+    # t0: solved by the final hall-of-fame test in an older summary (no count to solve)
+    runs = {"t0": (True, None, 900), "t1": (True, 300, 400), "t2": (False, None, 1000)}
+    for trial, params, seed in trials:
+        solved, at, spent = runs[trial]
+        rows = island_rows([{"dt": 10.0, "best": [1, 2, 3], "evals": spent // 3}])
+        counts = {"episodes_to_solve": at, "evals_to_solve": at, "wall_to_solve": 10.0,
+                  "env_steps_to_solve": 1000} if at else {}
+        make_run(exp, trial, seed, params, {"islands": 1, "env": "Swimmer-v4"}, rows,
+                 solved=solved, total_episodes=spent, test_mean=1.0,
+                 stop_reason="evaluation budget", **counts)
+    results = collect(exp)[0].set_index("trial")
+    assert results.loc["t0", "solved_at_total"] and results.loc["t0", "episodes_used"] == 900
+    text = write_report(exp).read_text()
+    # events at 300 and 900 (not at 0 and 300), one censored at 1,000: S = 2/3, then 1/3
+    assert re.search(r"\| Swimmer-v4 \| 3 \| 2 \| 900 \[300, ∞\] \| 427 \| 2\.1\d* \| 2/3 \|",
+                     text), text
+    assert ("- 1 solved run(s) have no count to solve (solved by the final test of the hall of "
+            "fame, in a summary written before such runs got one): each counts at its run's "
+            "totals, an upper bound (t0).") in text
+
+
 def test_kaplan_meier_leaves_runs_without_a_count_out_and_counts_them():
     from islands.experiment import stats
 
@@ -682,3 +804,27 @@ def test_paired_arms_count_which_solved_first_with_censored_runs_decided_correct
     r5 = stats.paired(a5, [1] * 5, b5, [1, 1, 1, 1, 0])
     assert (r5.a_first, r5.b_first, r5.ranks_exact) == (5, 0, True)
     assert r5.sign_p == pytest.approx(2 / 32) and r5.wilcoxon_p == pytest.approx(2 / 32)
+
+
+def test_a_copy_kept_without_its_runs_renders_from_its_results(tmp_path, failure_exp):
+    """docs/results keeps experiment.json and results.parquet, not runs/: ``report``
+    renders from the stored table (written before the confirmation columns existed),
+    never collects it again from the runs it does not have."""
+    from islands.experiment import cli
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    meta = json.loads((failure_exp / names.EXPERIMENT_JSON).read_text())
+    meta["cell_configs"] = {"strategy=cmaes": {"env": "LunarLander-v3", "popsize": 48},
+                            "strategy=openai-es": {"env": "LunarLander-v3", "popsize": 24}}
+    (kept / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    old = collect(failure_exp)[0].drop(columns=["confirmed", "confirmation_mean",
+                                                 "episodes_used", "solved_at_total"])
+    old.to_parquet(kept / names.RESULTS)
+    before = (kept / names.RESULTS).read_bytes()
+    assert cli.main(["report", str(kept)]) == 0
+    assert (kept / names.RESULTS).read_bytes() == before and not (kept / names.RUNS_DIR).exists()
+    text = (kept / names.REPORT_MD).read_text()
+    assert "| cmaes | 5 | 4/5 = 80% [38%, 96%] | 2,000 [1,000, 4,000]; 1 no count | " in text
+    assert "unconfirmed (t0, t1, t2, t3)." in text
+    assert 'env: "LunarLander-v3"' in text and "| strategy=openai-es | 24 |" in text

@@ -4,6 +4,7 @@
         [--out DIR] [--address auto]
     python -m islands.experiment resume DIR      # after Ctrl-C or a lost driver
     python -m islands.experiment report DIR      # re-render report.md from the results
+                                                 # (a copy kept without runs/: its parquet)
 
 ``run`` checks the whole grid first (an unknown field, a malformed YAML, an unknown scale, a
 trial whose launcher config does not resolve: exit 2, one line, nothing written), writes
@@ -152,9 +153,11 @@ def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
 def _report(exp_dir: Path) -> int:
     from .provenance import table_changes
     from .report import write_report
-    from .results import ran, read_meta, write_results
+    from .results import kept, load, ran, read_meta, write_results
 
-    results, _ = write_results(exp_dir)
+    # the runs' files collected again (the reading code may have changed since); a copy kept
+    # without its runs (docs/results) renders from its results.parquet
+    results = load(exp_dir)[1] if kept(exp_dir) else write_results(exp_dir)[0]
     path = write_report(exp_dir)
     print(f"{PROG}: {len(ran(results))} runs; report: {path}")
     changes = table_changes((read_meta(exp_dir).get("provenance") or {}).get("env_table") or {})

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .results import per_config, speedup_table
+from .cells import per_config, score_of, speedup_table
 
 DPI = 110
 EVALS_LABEL = "fitness evaluations (all islands)"
@@ -73,9 +73,12 @@ def _target_of(results: pd.DataFrame) -> float | None:
 def fitness_vs_evals(results: pd.DataFrame, curves: pd.DataFrame, by: str = "config",
                      target: float | None = None, title: str = "") -> Any:
     """Best training fitness so far against evaluations per group ``by``: the median over
-    its runs (thick), each run (thin), each run's final test mean (point, at its total
-    evaluations) and the target (dashed; default: the runs' common target)."""
+    its runs (thick), each run (thin), each run's final score (point, at its total
+    evaluations: its confirmation mean, or its selecting test's for runs that predate
+    confirmations) and the target (dashed; default: the runs' common target)."""
     fig, ax = new_figure((8.0, 4.8))
+    score = score_of(results)[0]
+    point = "confirmation mean" if score == "confirmation_mean" else "selecting test"
     target = _target_of(results) if target is None else target
     merged = curves.merge(results[["trial", by]], on="trial")
     groups = list(dict.fromkeys(results[by])) if len(results) else []
@@ -89,10 +92,11 @@ def fitness_vs_evals(results: pd.DataFrame, curves: pd.DataFrame, by: str = "con
         runs = results[results[by] == key]
         name = key if by == "config" else f"{by}={key}"  # config values are "k=v, ..."
         ax.plot(xs, med, color=color, lw=2.2, label=f"{name} (median of {len(runs)})")
-        ax.scatter(runs["total_evals"], runs["test_mean"], color=color, edgecolor="black",
+        ax.scatter(runs["total_evals"], runs[score], color=color, edgecolor="black",
                    zorder=3, s=28)
     if groups:
-        ax.scatter([], [], color="white", edgecolor="black", label="final test mean (per run)")
+        ax.scatter([], [], color="white", edgecolor="black",
+                   label=f"final {point} (per run)")
     if target is not None:
         ax.axhline(target, color="grey", ls="--", lw=1.2, label=f"target {target:g}")
     ax.set(xlabel=EVALS_LABEL, ylabel="best training fitness so far",
@@ -135,14 +139,16 @@ def km_curves(results: pd.DataFrame, by: str = "config", x: str = "evals_used") 
         km = kaplan_meier(runs[x], runs["solved"])
         color = f"C{n % 10}"
         xs = np.concatenate([[0.0], km.times])
+        lost = f", {km.no_count} no count" if km.no_count else ""
         ax.step(xs, np.concatenate([[1.0], km.surv]), where="post", color=color, lw=2,
-                label=f"{key if by == 'config' else f'{by}={key}'} ({km.events}/{km.n} solved)")
+                label=f"{key if by == 'config' else f'{by}={key}'} ({km.events}/{km.n} "
+                f"solved{lost})")
         ax.fill_between(xs, np.concatenate([[1.0], km.band_low]),
                         np.concatenate([[1.0], km.band_high]), step="post", color=color,
                         alpha=0.12)
-        cens = runs.loc[~runs["solved"].astype(bool), x].to_numpy(float)
+        cens = runs.loc[~runs["solved"].astype(bool), x].dropna().to_numpy(float)
         if len(cens):
-            ax.scatter(np.nan_to_num(cens), [km.surv[-1] if len(km.surv) else 1.0] * len(cens),
+            ax.scatter(cens, [km.surv[-1] if len(km.surv) else 1.0] * len(cens),
                        marker="+", color=color, s=60, zorder=3)
     ax.axhline(0.5, color="grey", ls=":", lw=1)
     ax.set(xlabel=EVALS_LABEL if x == "evals_used" else x.replace("_", " "),

@@ -15,8 +15,9 @@ dropped. Then the answer in the research plan's terms (its section 8):
   (:mod:`.scaling_report`).
 - ``mujoco``: training episodes to ARS's thresholds against ARS V2-t (:mod:`.mujoco_report`).
 - ``neuromod-vs-cmaes`` (8.5): two arms at an equal evaluation budget: log-rank test on the
-  evaluations to solve, Mann-Whitney U on the final test means (no training fitness stands
-  in for a missing test).
+  evaluations to solve, Mann-Whitney U on the final confirmation means (the selecting
+  tests' only for runs that predate confirmations; no training fitness stands in for a
+  missing test).
 
 An answer says "no difference shown" where intervals overlap or a cell has fewer than
 :data:`MIN_RUNS` runs. Works on a partial experiment (missing trials are listed).
@@ -33,21 +34,26 @@ from typing import Any
 import pandas as pd
 
 from . import figures, names, stats
+from .cells import per_config, score_of
 from .mujoco_report import mujoco_report
 from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's too)
     ALPHA,
+    BY_EVALS,
     MIN_RUNS,
     Context,
     _minutes,
     config_appendix,
+    evals_cell,
     few,
     fmt,
+    footnotes,
     header,
+    km_cell,
     md_table,
     rate_cell,
     with_interval,
 )
-from .results import load, param_value, per_config
+from .results import load, param_value
 from .scaling_report import (  # noqa: F401  (the notebook and tests use them from here)
     network_scaling_report,
     scaling_answer,
@@ -65,10 +71,20 @@ def generic_report(ctx: Context) -> list[str]:
 
 
 # ---- 8.2 / 8.3 reaching a target -------------------------------------------------------
+def _best_test(done: pd.DataFrame) -> str:
+    """The best confirmation mean (unbiased), else the best selecting test, named."""
+    conf, test = done["confirmation_mean"].max(), done["test_mean"].max()
+    if not math.isnan(conf):
+        return f"best confirmation mean {fmt(conf)} (selecting test {fmt(test)})"
+    if not math.isnan(test):
+        return f"best selecting test {fmt(test)} (no confirmations: the runs predate them)"
+    return ""
+
+
 def target_sentence(results: pd.DataFrame) -> str:
     """Reached the target in k of n runs (Wilson interval) with the Kaplan-Meier median
     evaluations / minutes (the configuration with the highest success), or not reached
-    with the best test mean."""
+    with the best confirmation mean."""
     done = results[results["status"] != "missing"] if len(results) else results
     if done.empty:
         return "No finished runs yet."
@@ -78,17 +94,17 @@ def target_sentence(results: pd.DataFrame) -> str:
                                      ascending=[False, True], ignore_index=True)
     best, where = t.iloc[0], "" if len(t) == 1 else f" with {t['config'].iloc[0]}"
     if best.solved > 0:
-        wall = ("not reached" if math.isinf(best.wall_to_solve)
-                else _minutes(best.wall_to_solve))
+        wall = ("seconds not given: censored by the evaluation budget"
+                if best.wall_censored_by_evals else "not reached"
+                if math.isinf(best.wall_to_solve) else _minutes(best.wall_to_solve))
         return (f"{env}: reached {fmt(target)} in {rate_cell(best)} runs{where}; median "
-                f"{with_interval(best.evals_to_solve, best.evals_low, best.evals_high)} "
-                f"evaluations / {wall} (Kaplan-Meier, unsolved runs censored).")
-    top = done["test_mean"].max()
-    if math.isnan(top):
+                f"{evals_cell(best)} evaluations / {wall} (Kaplan-Meier, unsolved runs "
+                "censored).")
+    top = _best_test(done)
+    if not top:
         return (f"{env}: not reached (target {fmt(target)}) in {len(done)} runs; no run "
                 "reached a test.")
-    return (f"{env}: not reached (target {fmt(target)}) in {len(done)} runs; best test "
-            f"mean {fmt(top)}.")
+    return f"{env}: not reached (target {fmt(target)}) in {len(done)} runs; {top}."
 
 
 def target_report(ctx: Context, title: str) -> list[str]:
@@ -96,13 +112,15 @@ def target_report(ctx: Context, title: str) -> list[str]:
     table = pd.DataFrame({
         "configuration": t["config"],
         "reached/runs [95% CI]": [rate_cell(r) for _, r in t.iterrows()],
-        "median evals to target [95% CI]": [
-            with_interval(r.evals_to_solve, r.evals_low, r.evals_high) for r in t.itertuples()],
-        "median wall to target (min)": t["wall_to_solve"] / 60,
-        "tested": t["tested"], "median test mean": t["test_mean"],
-        "best test mean": t["best_test_mean"], "median evals used": t["total_evals"]})
+        "median evals to target [95% CI]": [evals_cell(r) for r in t.itertuples()],
+        "median wall to target (min)": [BY_EVALS if r.wall_censored_by_evals
+                                        else r.wall_to_solve / 60 for r in t.itertuples()],
+        "tested": t["tested"], "median confirmation mean": t["confirmation_mean"],
+        "median selecting test": t["test_mean"],
+        "best confirmation mean": t["best_confirmation_mean"],
+        "median evals used": t["total_evals"]})
     fig = figures.fitness_vs_evals(ctx.done, ctx.curves, title=title)
-    return [f"## {title}", "", *md_table(table), "",
+    return [f"## {title}", "", *md_table(table), "", *footnotes(ctx.done, t),
             f"**Answer.** {target_sentence(ctx.results)}", "",
             ctx.figure("fitness_vs_evals", fig, "best fitness vs evaluations"), ""]
 
@@ -131,19 +149,21 @@ def arms_of(ctx: Context) -> tuple[str | None, list[Any], str]:
     return None, [], "No two arms: neither `policy` nor a grid field takes exactly two values."
 
 
-def _arm(runs: pd.DataFrame) -> dict[str, Any]:
-    """One arm: its runs' success, Kaplan-Meier evaluations to solve, and the final test
-    means of the runs that have one; the others are listed as failures with a reason."""
+def _arm(runs: pd.DataFrame, score: str) -> dict[str, Any]:
+    """One arm: its runs' success, Kaplan-Meier evaluations to solve, and the final scores
+    (``score``) of the runs that have one; the others are listed as failures with a
+    reason."""
     km = stats.kaplan_meier(runs["evals_used"], runs["solved"])
-    tested = runs[runs["test_mean"].notna()]
-    untested = runs[runs["test_mean"].isna()]
+    tested = runs[score].dropna()
+    untested = runs[runs[score].isna()]
     lo, hi = stats.wilson(int(runs["solved"].sum()), len(runs))
     return {
         "n": len(runs), "solved": int(runs["solved"].sum()), "success_low": lo,
-        "success_high": hi, "km": km, "scores": tested["test_mean"].tolist(),
-        "median": tested["test_mean"].median() if len(tested) else math.nan,
-        "q25": tested["test_mean"].quantile(0.25) if len(tested) else math.nan,
-        "q75": tested["test_mean"].quantile(0.75) if len(tested) else math.nan,
+        "success_high": hi, "km": km, "scores": tested.tolist(),
+        "median": tested.median() if len(tested) else math.nan,
+        "q25": tested.quantile(0.25) if len(tested) else math.nan,
+        "q75": tested.quantile(0.75) if len(tested) else math.nan,
+        "selecting": runs["test_mean"].median(),
         "evals": runs["total_evals"].median(), "times": runs["evals_used"].tolist(),
         "events": runs["solved"].tolist(), "clock": int(runs["stopped_by_clock"].sum()),
         "failures": [f"{r.trial} ({r.status}: "
@@ -156,11 +176,13 @@ def _arm(runs: pd.DataFrame) -> dict[str, Any]:
 def head_to_head(results: pd.DataFrame, col: str, arms: list[Any]) -> dict[str, Any]:
     """Per arm :func:`_arm`; a log-rank test on the evaluations to solve (every run, the
     unsolved censored at their budget) and a two-sided Mann-Whitney U test on the final
-    test means (runs that have one; each arm needs >= 2)."""
+    scores (:func:`score_of`; runs that have one; each arm needs >= 2)."""
     from scipy.stats import mannwhitneyu
 
     done = results[results["status"] != "missing"]
-    out: dict[str, Any] = {"arms": {a: _arm(done[done[col] == a]) for a in arms}}
+    score, name = score_of(done)
+    out: dict[str, Any] = {"arms": {a: _arm(done[done[col] == a], score) for a in arms},
+                           "score": score, "score_name": name}
     (sa, sb) = out["arms"].values()
     out["logrank_p"] = stats.logrank(sa["times"], sa["events"], sb["times"], sb["events"])
     out["u"] = out["p"] = math.nan
@@ -174,9 +196,9 @@ def head_to_head(results: pd.DataFrame, col: str, arms: list[Any]) -> dict[str, 
 def _evals_clause(h: dict[str, Any], arms: list[Any]) -> str:
     (a, sa), (b, sb) = h["arms"].items()
     ka, kb = sa["km"], sb["km"]
-    meds = (f"median {with_interval(ka.median, ka.low, ka.high)} vs "
-            f"{with_interval(kb.median, kb.low, kb.high)}; solved {sa['solved']}/{sa['n']} vs "
-            f"{sb['solved']}/{sb['n']}")
+    meds = (f"median {km_cell(ka.median, ka.low, ka.high, ka.no_count)} vs "
+            f"{km_cell(kb.median, kb.low, kb.high, kb.no_count)}; solved "
+            f"{sa['solved']}/{sa['n']} vs {sb['solved']}/{sb['n']}")
     p = h["logrank_p"]
     if math.isnan(p):
         return f"Evaluations to solve: no test ({a} vs {b}: {meds}; no run solved)."
@@ -191,20 +213,21 @@ def _evals_clause(h: dict[str, Any], arms: list[Any]) -> str:
 
 def _scores_clause(h: dict[str, Any]) -> str:
     (a, sa), (b, sb) = h["arms"].items()
+    what = f"Final {h['score_name']}"
     n = (f"runs with a final test: {len(sa['scores'])} of {sa['n']} vs "
          f"{len(sb['scores'])} of {sb['n']}")
     if math.isnan(h["p"]):
-        return f"Final test means: no test ({n}; each arm needs >= 2)."
+        return f"{what}: no test ({n}; each arm needs >= 2)."
     meds = f"median {fmt(sa['median'])} vs {fmt(sb['median'])}"
     stat = f"Mann-Whitney U = {h['u']:g}, p = {h['p']:.3g}"
     if h["p"] < ALPHA and not few(len(sa["scores"]), len(sb["scores"])):
         (hi, shi), (lo, slo) = ((a, sa), (b, sb)) if sa["median"] >= sb["median"] else \
             ((b, sb), (a, sa))
         meds = f"median {fmt(shi['median'])} vs {fmt(slo['median'])}"
-        return f"Final test means: {hi} higher than {lo} ({meds}; {stat} < {ALPHA}; {n})."
+        return f"{what}: {hi} higher than {lo} ({meds}; {stat} < {ALPHA}; {n})."
     why = (f"fewer than {MIN_RUNS} runs with a final test in an arm"
            if few(len(sa["scores"]), len(sb["scores"])) else f"p >= {ALPHA}")
-    return f"Final test means: no difference shown ({meds}; {stat}; {n}; {why})."
+    return f"{what}: no difference shown ({meds}; {stat}; {n}; {why})."
 
 
 def head_to_head_sentence(h: dict[str, Any], arms: list[Any]) -> str:
@@ -225,16 +248,19 @@ def neuromod_report(ctx: Context) -> list[str]:
     if col is None:
         return lines
     h = head_to_head(ctx.results, col, arms)
+    score = "confirmation mean" if h["score"] == "confirmation_mean" else "selecting test"
     table = pd.DataFrame([{
         col: a, "runs": s["n"],
         "solved/runs [95% CI]": (f"{s['solved']}/{s['n']} [{s['success_low']:.0%}, "
                                  f"{s['success_high']:.0%}]" if s["n"] else "—"),
-        "median evals to solve [95% CI]": with_interval(s["km"].median, s["km"].low,
-                                                        s["km"].high),
-        "tested": len(s["scores"]), "median test mean": s["median"], "IQR low": s["q25"],
-        "IQR high": s["q75"], "median evals used": s["evals"], "clock-stopped": s["clock"]}
+        "median evals to solve [95% CI]": km_cell(s["km"].median, s["km"].low, s["km"].high,
+                                                  s["km"].no_count),
+        "tested": len(s["scores"]), f"median {score}": s["median"], "IQR low": s["q25"],
+        "IQR high": s["q75"], "median selecting test": s["selecting"],
+        "median evals used": s["evals"], "clock-stopped": s["clock"]}
         for a, s in h["arms"].items()])
-    lines += md_table(table) + [""]
+    lines += md_table(table) + [""]  # one selecting-test column where it is the score
+    lines += footnotes(ctx.done)
     failures = [f for s in h["arms"].values() for f in s["failures"]]
     if failures:
         lines += ["Runs without a final test mean (failures; no training fitness stands in): "
@@ -243,8 +269,8 @@ def neuromod_report(ctx: Context) -> list[str]:
     return lines + [f"**Answer.** {head_to_head_sentence(h, arms)}", "",
                     ctx.figure("fitness_vs_evals",
                                figures.fitness_vs_evals(r, ctx.curves, by=col), "curves"),
-                    ctx.figure("final_scores", figures.final_scores(r, col, "test_mean"),
-                               "final test means"),
+                    ctx.figure("final_scores", figures.final_scores(r, col, h["score"]),
+                               f"final {score}s"),
                     ""]
 
 

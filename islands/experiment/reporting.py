@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from . import figures, names, provenance
-from .results import FAILED, missing_trials, param_value, per_config, ran
+from .cells import FAILED, per_config, ran
+from .results import missing_trials, param_value
 
 ALPHA = 0.05  # significance level of the head-to-head tests (8.5)
 MIN_RUNS = 5  # fewer runs in a cell: no difference is claimed
@@ -47,6 +48,26 @@ def with_interval(value: float, low: float, high: float, digits: int = 3) -> str
         return "∞" if math.isinf(x) else ("—" if math.isnan(x) else fmt(x, digits))
 
     return f"{fmt(value, digits)} [{end(low)}, {end(high)}]"
+
+
+def km_cell(value: float, low: float, high: float, no_count: int = 0) -> str:
+    """A Kaplan-Meier median with its interval, and how many runs left no count (not in
+    the fit: :func:`islands.experiment.stats.kaplan_meier`)."""
+    return with_interval(value, low, high) + (f"; {no_count} no count" if no_count else "")
+
+
+BY_EVALS = "— (censored by the evaluation budget)"
+
+
+def wall_cell(r: Any) -> str:
+    """A cell's median seconds to solve, or why it has none (:data:`BY_EVALS`)."""
+    if r.wall_censored_by_evals:
+        return BY_EVALS
+    return km_cell(r.wall_to_solve, r.wall_low, r.wall_high, r.wall_no_count)
+
+
+def evals_cell(r: Any) -> str:
+    return km_cell(r.evals_to_solve, r.evals_low, r.evals_high, r.evals_no_count)
 
 
 def rate_cell(r: pd.Series) -> str:
@@ -176,18 +197,18 @@ def _progress(ctx: Context) -> list[str]:
     return lines
 
 
-def config_summary(ctx: Context) -> pd.DataFrame:
-    """The per-configuration table every report shows."""
+def config_summary(ctx: Context, t: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The per-configuration table every report shows (from ``t``, the per-configuration
+    statistics, when given)."""
     by = ctx.grid or ["config"]
-    t = per_config(ctx.results, by)
+    t = per_config(ctx.results, by) if t is None else t
     return pd.DataFrame({
         **{k: t[k] for k in by},
         "runs": t["runs"], "solved/runs [95% CI]": [rate_cell(r) for _, r in t.iterrows()],
-        "median evals to solve [95% CI]": [
-            with_interval(r.evals_to_solve, r.evals_low, r.evals_high) for r in t.itertuples()],
-        "median wall to solve, s [95% CI]": [
-            with_interval(r.wall_to_solve, r.wall_low, r.wall_high) for r in t.itertuples()],
-        "tested": t["tested"], "median test mean": t["test_mean"],
+        "median evals to solve [95% CI]": [evals_cell(r) for r in t.itertuples()],
+        "median wall to solve, s [95% CI]": [wall_cell(r) for r in t.itertuples()],
+        "tested": t["tested"], "median confirmation mean": t["confirmation_mean"],
+        "median selecting test": t["test_mean"],
         "median s/gen": t["s_per_gen"], "max peak mem (MB)": t["peak_mem_mb"],
         "clock-stopped": t["stopped_by_clock"], "failed": t["n_crashed"] + t["n_oom"],
         "trials at once": t["concurrency"],
@@ -198,8 +219,51 @@ NOTE = ("Times to solve are Kaplan-Meier medians: a run that did not solve (its 
         "the clock or a crash stopped it) is censored at the evaluations or seconds it used, "
         "never dropped; \"not reached\" where more than half the runs never solved. "
         "Intervals are 95%: Wilson for success rates, Brookmeyer-Crowley (log-log) for "
-        "medians. \"trials at once\": the most trials that ran at the same time as a run of "
-        "the cell (1: it had the machine to itself).")
+        "medians. A run is solved when its selecting test (the first to reach the target: "
+        "biased upwards, the best of several noisy tests) and its confirmation on fresh "
+        "episodes both reached it; \"median confirmation mean\" is the unbiased figure, "
+        "\"median selecting test\" the selecting tests' beside it. \"trials at once\": the "
+        "most trials that ran at the same time as a run of the cell (1: it had the machine to "
+        "itself).")
+
+
+def _trials(runs: pd.DataFrame) -> str:
+    shown = list(map(str, runs["trial"]))
+    return ", ".join(shown[:10]) + (", ..." if len(shown) > 10 else "")
+
+
+def footnotes(done: pd.DataFrame, t: pd.DataFrame | None = None) -> list[str]:
+    """What a table's cells do not say alone: solved runs counted at their totals or
+    unconfirmed, runs without a count, and (with the per-cell table ``t``) medians of
+    seconds withheld because runs were censored by the evaluation budget."""
+    if not len(done):
+        return []
+    notes = []
+    solved = done["solved"].astype(bool)
+    at_total = done[done["solved_at_total"].astype(bool)]
+    if len(at_total):
+        notes.append(f"{len(at_total)} solved run(s) have no count to solve (solved by the "
+                     "final test of the hall of fame, in a summary written before such runs "
+                     "got one): each counts at its run's totals, an upper bound "
+                     f"({_trials(at_total)}).")
+    old = done[solved & done["confirmed"].isna()]
+    if len(old):
+        notes.append(f"{len(old)} solved run(s) had no confirmation (summaries written "
+                     "before confirmations, or --retest-episodes 0): solved on their "
+                     f"selecting test alone, unconfirmed ({_trials(old)}).")
+    lost = done[done[["evals_used", "episodes_used", "wall_used"]].isna().any(axis=1)]
+    if len(lost):
+        notes.append(f"{len(lost)} run(s) left no count (they failed before their first "
+                     "report): each counts as unsolved in its cell's success rate and is left "
+                     "out of its Kaplan-Meier fit (\"no count\" in the cell), since where it "
+                     f"would lie on the time axis is unknown ({_trials(lost)}).")
+    if t is not None and len(t) and t["wall_censored_by_evals"].any():
+        notes.append(f"\"{BY_EVALS}\": no median of seconds where a run stopped by its "
+                     "evaluation budget used fewer seconds than a solved run of its cell "
+                     "took. Such a run stopped early in seconds because its evaluations ran "
+                     "fast, and it would not have solved later; a Kaplan-Meier fit on seconds "
+                     "would take it as \"might solve later\" (censored on another axis).")
+    return [f"- {n}" for n in notes] + ([""] if notes else [])
 
 
 PER_TRIAL = ("seed", "out", "namespace", "resume", "dashboard", "quiet", "address",
@@ -221,8 +285,9 @@ def _cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
 
 def config_appendix(ctx: Context) -> list[str]:
     """Each cell's fully resolved launcher configuration: what all cells share, then per
-    cell what differs (collapsed: it is long)."""
-    cells = _cell_configs(ctx)
+    cell what differs (collapsed: it is long). From the runs' config.yaml; a copy kept
+    without its runs keeps them in experiment.json (``cell_configs``)."""
+    cells = _cell_configs(ctx) or (ctx.meta.get("cell_configs") or {})
     if not cells:
         return []
     first = next(iter(cells.values()))
@@ -260,4 +325,6 @@ def header(ctx: Context) -> list[str]:
     by = ctx.grid[0] if len(ctx.grid) == 1 else "config"
     km = ctx.figure("km_evals", figures.km_curves(ctx.done, by),
                     "Kaplan-Meier: runs not yet solved vs evaluations")
-    return lines + md_table(config_summary(ctx)) + ["", NOTE, "", km, ""]
+    t = per_config(ctx.results, ctx.grid or ["config"])
+    return lines + md_table(config_summary(ctx, t)) + ["", NOTE, "", *footnotes(ctx.done, t),
+                                                       km, ""]

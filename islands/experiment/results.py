@@ -4,12 +4,15 @@
 Reads only what the launcher leaves in ``runs/<trial>/`` (``summary.json``,
 ``metrics.parquet``, ``config.yaml``) plus the runner's ``trial.json``, Tune's ``error.txt``
 and the experiment's ``experiment.json``, as plain files: no Ray, and nothing from the spec
-module, so a report can be rendered anywhere the directory is copied to.
+module, so a report can be rendered anywhere the directory is copied to (a copy without
+``runs/``, as kept in docs/results, renders from its ``results.parquet``).
 
 Every trial is a row with a ``status`` (:data:`STATUSES`) and its ``reason``: a run that
 crashed or ran out of memory stays in its cell as a failure, and times to solve are survival
-data: ``evals_used`` / ``wall_used`` are the time to solve of a solved run and, for the
-others, the budget they stopped on (censored there).
+data: ``evals_used`` / ``episodes_used`` / ``wall_used`` are the time to solve of a solved
+run and, for the others, the budget they stopped on (censored there). A run is solved when
+its selecting test *and* its confirmation on fresh episodes reached the target
+(``confirmed``; None: solved on its test alone, in a summary written before confirmations).
 """
 
 from __future__ import annotations
@@ -24,19 +27,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import names, stats
+from . import names
+from .cells import (  # noqa: F401  (per_config, speedup_table: the notebook's, from here)
+    FAILED,
+    SPEEDUP_COLUMNS,
+    STATUSES,
+    complete,
+    per_config,
+    ran,
+    speedup_table,
+)
 
-# What became of a trial. ``timeout``: stopped by the clock (``time_budget``) unsolved;
-# ``unsolved``: stopped on its evaluation (or generation) budget; ``missing``: not run yet
-# (or still running), left out of every count.
-STATUSES = ("solved", "unsolved", "timeout", "crashed", "oom", "missing")
-FAILED = ("crashed", "oom")
-# Per-run columns after ``trial, label, seed, config`` and the grid fields.
+# Per-run columns after ``trial, label, seed, config`` and the grid fields. ``test_mean``:
+# the selecting test's mean (the first test to reach the target, or the best: biased
+# upwards); ``confirmation_mean``: its re-test on fresh episodes (unbiased); ``confirmed``:
+# True / False, None for a run solved without one (``solved_of``); ``solved_at_total``: a
+# solved run without a count to solve, its *_used at its totals (an upper bound).
 RUN_COLUMNS = (
     "status", "reason", "env", "target", "strategy", "policy", "hidden", "islands",
-    "popsize", "episodes", "num_params", "solved", "test_mean", "best_fitness",
+    "popsize", "episodes", "num_params", "solved", "confirmed", "test_mean",
+    "confirmation_mean", "best_fitness",
     "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
-    "total_evals", "total_episodes", "total_env_steps", "wall_s", "evals_used", "wall_used",
+    "total_evals", "total_episodes", "total_env_steps", "wall_s", "evals_used",
+    "episodes_used", "wall_used", "solved_at_total",
     "stopped_by_clock", "s_per_gen", "peak_mem_mb", "env_steps_per_s", "evals_per_s_island",
     "stop_reason", "cpus_per_island", "shared_cpus", "started_at", "ended_at", "concurrency",
 )
@@ -132,17 +145,28 @@ def _metric_stats(metrics: pd.DataFrame) -> dict[str, float]:
     return {"s_per_gen": s_per_gen, "peak_mem_mb": peak}
 
 
+def solved_of(summary: dict[str, Any]) -> tuple[bool, bool | None]:
+    """(solved, confirmed) of a summary: solved means confirmed where the summary has
+    ``confirmed``. A solved run without a confirmation (an older summary, or a run with
+    ``--retest-episodes 0``) was solved on its selecting test alone: confirmed None."""
+    if "confirmed" not in summary:
+        return bool(summary.get("solved")), None
+    solved = bool(summary["confirmed"])
+    return solved, (None if solved and not summary.get("confirmation") else solved)
+
+
 def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
                  metrics: pd.DataFrame) -> dict[str, Any]:
-    solved = bool(summary.get("solved"))
+    solved, confirmed = solved_of(summary)
     row: dict[str, Any] = {
         "env": summary.get("env", cfg.get("env")), "target": _num(summary.get("target",
                                                                             cfg.get("target"))),
         "strategy": _strategy(summary, cfg), "policy": cfg.get("policy"),
         "hidden": _hidden(cfg), "islands": summary.get("islands", cfg.get("islands")),
         "popsize": cfg.get("popsize"), "episodes": cfg.get("episodes"),
-        "num_params": summary.get("num_params"), "solved": solved,
+        "num_params": summary.get("num_params"), "solved": solved, "confirmed": confirmed,
         "test_mean": _num(summary.get("test_mean")),
+        "confirmation_mean": _num(summary.get("confirmation_mean")),
         "best_fitness": _num(summary.get("best_fitness")),
         "stop_reason": summary.get("stop_reason"),
     }
@@ -158,14 +182,7 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
     islands = _num(row["islands"])
     row["evals_per_s_island"] = (row["total_evals"] / row["wall_s"] / islands
                                  if row["wall_s"] > 0 and islands > 0 else math.nan)
-    # survival times: solved at the time to solve, else censored at what the run used. A
-    # run solved by its final test (after its budget) has no time to solve in its summary:
-    # the genome was found within the run, so the run's end bounds it
-    for used, to_solve, total in (("evals_used", "evals_to_solve", "total_evals"),
-                                  ("wall_used", "wall_to_solve", "wall_s")):
-        t = row[to_solve]
-        row[used] = t if solved and not math.isnan(t) else row[total]
-    return row
+    return row  # *_used, solved_at_total: cells.complete, over the whole table
 
 
 def _tune_error(exp: Path, trial: str) -> str:
@@ -182,19 +199,33 @@ def status_of(summary: dict[str, Any], info: dict[str, Any], error: str) -> tupl
     """(status, reason) of one trial from its summary, its trial.json and Tune's error."""
     if summary:
         stop = str(summary.get("stop_reason") or "")
-        if summary.get("solved"):
-            return "solved", f"passed the test ({stop or 'target'})"
+        solved, confirmed = solved_of(summary)
+        if solved:
+            return "solved", (f"passed its test and its confirmation ({stop or 'target'})"
+                              if confirmed else f"passed the test ({stop or 'target'}; "
+                              "unconfirmed: no confirmation ran)")
         if stop == "time budget":
             return "timeout", "stopped by the clock (time_budget) before its evaluation budget"
         if stop == "all islands failed":
             return "crashed", stop
-        return "unsolved", stop or "stopped"
+        return "unsolved", (stop or "stopped") + _failed_confirmation(summary)
     if info.get("status") in FAILED:
         return str(info["status"]), str(info.get("reason") or "")
     if error:
         oom = "outofmemory" in error.lower().replace(" ", "") or "memoryerror" in error.lower()
         return ("oom" if oom else "crashed"), error[:300]
     return "missing", "not run yet (or still running)"
+
+
+def _failed_confirmation(summary: dict[str, Any]) -> str:
+    """``; its test reached the target, its confirmation did not (mean ...)`` where so."""
+    test, conf, target = (summary.get("selecting_test") or {}), summary.get(
+        "confirmation_mean"), summary.get("target")
+    if target is None or conf is None or test.get("mean") is None or test.get("screened_out"):
+        return ""
+    if test["mean"] >= target > conf:
+        return f"; its test reached the target, its confirmation did not (mean {conf:.4g})"
+    return ""
 
 
 def config_label(params: dict[str, Any], grid: list[str]) -> str:
@@ -285,7 +316,7 @@ def collect(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
         if len(metrics):
             curves.append(_curve(metrics, row["trial"], row["seed"]))
     columns = list(ID_COLUMNS) + grid + [c for c in RUN_COLUMNS if c not in grid]
-    results = pd.DataFrame(rows, columns=columns)
+    results = complete(pd.DataFrame(rows, columns=columns))
     results["solved"] = results["solved"].fillna(False).astype(bool)
     results["stopped_by_clock"] = results["stopped_by_clock"].fillna(False).astype(bool)
     results["shared_cpus"] = results["shared_cpus"].map(lambda v: bool(v) if v == v and
@@ -305,11 +336,6 @@ def collect(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
         curves_df = (curves_df.assign(_o=order).sort_values(["_o", "wall_s"], kind="stable")
                      .drop(columns="_o").reset_index(drop=True))
     return results, curves_df
-
-
-def ran(results: pd.DataFrame) -> pd.DataFrame:
-    """The trials that ran (every status but ``missing``)."""
-    return results[results["status"] != "missing"] if len(results) else results
 
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
@@ -349,16 +375,28 @@ def _stale(exp_dir: Path) -> bool:
     return any(f.exists() and f.stat().st_mtime > written for f in files)
 
 
+def kept(exp_dir: str | os.PathLike) -> bool:
+    """A copy kept without its runs (as in docs/results): ``results.parquet`` and no
+    ``runs/``; its report renders from that table (curves only where kept too)."""
+    exp = Path(exp_dir)
+    return (exp / names.RESULTS).is_file() and not (exp / names.RUNS_DIR).is_dir()
+
+
 def load(exp_dir: str | os.PathLike) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """(experiment.json, results, curves); collects first when the parquet files are
-    missing or older than a run's summary."""
+    missing or older than a run's summary (never for a :func:`kept` copy). A table written
+    before a column existed gets it (:func:`~.cells.complete`)."""
     exp = Path(exp_dir)
     meta = read_meta(exp)
-    if _stale(exp):
+    if kept(exp):
+        results = pd.read_parquet(exp / names.RESULTS)
+        curves = (pd.read_parquet(exp / names.CURVES) if (exp / names.CURVES).is_file()
+                  else pd.DataFrame(columns=list(CURVE_COLUMNS)))
+    elif _stale(exp):
         results, curves = write_results(exp)
     else:
         results, curves = pd.read_parquet(exp / names.RESULTS), pd.read_parquet(exp / names.CURVES)
-    return meta, results, curves
+    return meta, complete(results), curves
 
 
 def missing_trials(meta: dict[str, Any], results: pd.DataFrame) -> list[str]:
@@ -366,115 +404,3 @@ def missing_trials(meta: dict[str, Any], results: pd.DataFrame) -> list[str]:
     if not len(results):
         return [str(t.get("trial_id")) for t in meta["trials"]]
     return [str(t) for t in results.loc[results["status"] == "missing", "trial"]]
-
-
-# ---- tables over runs ------------------------------------------------------------------
-def _interval(lo: float, hi: float, digits: int = 3) -> str:
-    return f"[{lo:.{digits}g}, {hi:.{digits}g}]"
-
-
-def cell_stats(runs: pd.DataFrame) -> dict[str, Any]:
-    """One cell's statistics over the runs that ran: status counts, the success rate with
-    its Wilson interval, the Kaplan-Meier median evaluations and seconds to solve with their
-    intervals (unsolved, timed-out, crashed runs censored at what they used), the median
-    test mean of the runs that have one, and the most trials that ran beside its runs."""
-    n, k = len(runs), int(runs["solved"].sum()) if len(runs) else 0
-    lo, hi = stats.wilson(k, n)
-    ev = stats.kaplan_meier(runs["evals_used"], runs["solved"])
-    wall = stats.kaplan_meier(runs["wall_used"], runs["solved"])
-    tested = runs["test_mean"].dropna()
-    counts = runs["status"].value_counts()
-    return {
-        "runs": n, "solved": k, "success_rate": k / n if n else math.nan,
-        "success_low": lo, "success_high": hi,
-        **{f"n_{s}": int(counts.get(s, 0)) for s in STATUSES[1:-1]},
-        "evals_to_solve": ev.median, "evals_low": ev.low, "evals_high": ev.high,
-        "wall_to_solve": wall.median, "wall_low": wall.low, "wall_high": wall.high,
-        "tested": len(tested), "test_mean": tested.median() if len(tested) else math.nan,
-        "best_test_mean": tested.max() if len(tested) else math.nan,
-        "best_fitness": runs["best_fitness"].max(), "s_per_gen": runs["s_per_gen"].median(),
-        "peak_mem_mb": runs["peak_mem_mb"].max(),
-        "env_steps_per_s": runs["env_steps_per_s"].median(),
-        "evals_per_s_island": runs["evals_per_s_island"].median(),
-        "total_evals": runs["total_evals"].median(),
-        "concurrency": runs["concurrency"].max(),
-        "shared_cpus": bool(runs["shared_cpus"].fillna(False).astype(bool).any()),
-        "stopped_by_clock": int(runs["stopped_by_clock"].sum()),
-    }
-
-
-def per_config(results: pd.DataFrame, by: str | list[str] = "config") -> pd.DataFrame:
-    """One row per configuration (``by``) of the trials that ran (:func:`cell_stats`).
-    Keeps the order in which configurations come."""
-    keys = [by] if isinstance(by, str) else list(by)
-    done = ran(results)
-    rows = []
-    for key, runs in done.groupby(keys, sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(keys, key, strict=True))
-        if "hidden" not in keys:
-            row["hidden"] = runs["hidden"].iloc[0]
-        rows.append(row | cell_stats(runs))
-    columns = keys + ([] if "hidden" in keys else ["hidden"]) + list(cell_stats(done.head(0)))
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _measured_rate(runs: pd.DataFrame, column: str = "evals_per_s_island") -> float:
-    """Median of a per-island rate over the runs whose clock measured the system: each
-    island on a core of its own (no shared CPUs) and no other trial beside it."""
-    ok = runs[(runs["concurrency"] == 1) & ~runs["shared_cpus"].fillna(True).astype(bool)
-              & runs["status"].isin(["solved", "unsolved", "timeout"])]
-    if column == "steps_per_s_island":
-        ok = ok.assign(steps_per_s_island=ok["env_steps_per_s"] / ok["islands"])
-    return float(ok[column].median()) if len(ok) else math.nan
-
-
-def speedup_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per number of islands k, against the fewest islands k0 (1 in a scaling grid):
-    E(k), the Kaplan-Meier median evaluations to solve with its interval; the algorithmic
-    factor A(k) = E(k0) / E(k) (interval: every ratio the two intervals allow); r(k), the
-    median evaluations per second per island where the clock measured it (cores of its
-    own, nothing beside it; NaN elsewhere); the system factor R(k) = r(k) / r(k0); the
-    efficiency A(k) x R(k) (against linear from k0), the speedup (k / k0) x efficiency, and
-    T(k), the Kaplan-Meier median seconds to solve, where R(k) was measured."""
-    t = per_config(results, "islands")
-    if t.empty:
-        return t.assign(**{c: [] for c in SPEEDUP_COLUMNS})
-    t = t.sort_values("islands", ignore_index=True)
-    done = ran(results)
-    t["rate"] = [_measured_rate(done[done["islands"] == k]) for k in t["islands"]]
-    # the hardware's part alone: an evaluation of a better policy runs longer episodes, so
-    # evaluations per second also move with how far the runs got
-    t["step_rate"] = [_measured_rate(done[done["islands"] == k], "steps_per_s_island")
-                      for k in t["islands"]]
-    e0 = (t["evals_to_solve"].iloc[0], t["evals_low"].iloc[0], t["evals_high"].iloc[0])
-    t["algorithmic"] = [e0[0] / e if 0 < e < math.inf and math.isfinite(e0[0]) else math.nan
-                        for e in t["evals_to_solve"]]
-    bounds = [stats.ratio_interval((e0[1], e0[2]), (lo, hi))
-              for lo, hi in zip(t["evals_low"], t["evals_high"], strict=True)]
-    bounds[0] = (1.0, 1.0) if math.isfinite(e0[0]) else bounds[0]  # the baseline itself
-    t["algorithmic_low"], t["algorithmic_high"] = zip(*bounds, strict=True)
-    # E(k0) not reached: more than half the k0 runs were still unsolved at their budget,
-    # so E(k0) > the most evaluations a k0 run used, and A(k) > that / E(k)
-    # (a lower bound); E(k) not reached while E(k0) is: A(k) < E(k0) / the most a k run used
-    follow = {k: float(done.loc[done["islands"] == k, "evals_used"].max()) for k in t["islands"]}
-    k0 = t["islands"].iloc[0]
-    t["algorithmic_bound"] = [follow[k0] / e if math.isinf(e0[0]) and 0 < e < math.inf
-                              else math.nan for e in t["evals_to_solve"]]
-    t["algorithmic_upper"] = [e0[0] / follow[k] if math.isfinite(e0[0]) and math.isinf(e)
-                              and follow[k] > 0 else math.nan
-                              for k, e in zip(t["islands"], t["evals_to_solve"], strict=True)]
-    t["system"] = t["rate"] / t["rate"].iloc[0]
-    t["system_measured"] = t["system"].notna()
-    t["efficiency"] = t["algorithmic"] * t["system"]
-    t["efficiency_low"] = t["algorithmic_low"] * t["system"]
-    t["efficiency_high"] = t["algorithmic_high"] * t["system"]
-    t["speedup"] = t["islands"] / t["islands"].iloc[0] * t["efficiency"]
-    t.loc[~t["system_measured"], "wall_to_solve"] = math.nan
-    return t
-
-
-SPEEDUP_COLUMNS = ("rate", "step_rate", "algorithmic", "algorithmic_low", "algorithmic_high",
-                   "algorithmic_bound", "algorithmic_upper", "system",
-                   "system_measured", "efficiency", "efficiency_low", "efficiency_high",
-                   "speedup")

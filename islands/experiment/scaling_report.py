@@ -23,8 +23,18 @@ from typing import Any
 import pandas as pd
 
 from . import figures, stats
-from .reporting import Context, few, fmt, md_table, rate_cell, with_interval
-from .results import per_config, speedup_table
+from .cells import per_config, speedup_table
+from .reporting import (
+    Context,
+    evals_cell,
+    few,
+    fmt,
+    footnotes,
+    md_table,
+    rate_cell,
+    wall_cell,
+    with_interval,
+)
 
 BASELINE = "cmaes"  # the strategy whose breakdown 8.1 looks for
 
@@ -129,13 +139,12 @@ def network_scaling_report(ctx: Context) -> list[str]:
     table = pd.DataFrame({
         "parameters": t["num_params"], "hidden": t["hidden"], "strategy": t["strategy"],
         "runs": t["runs"], "solved/runs [95% CI]": [rate_cell(x) for _, x in t.iterrows()],
-        "median evals to solve [95% CI]": [with_interval(x.evals_to_solve, x.evals_low,
-                                                         x.evals_high) for x in t.itertuples()],
+        "median evals to solve [95% CI]": [evals_cell(x) for x in t.itertuples()],
         "median s/gen": t["s_per_gen"], "max peak mem (MB)": t["peak_mem_mb"],
         "clock-stopped": t["stopped_by_clock"], "failed": t["n_crashed"] + t["n_oom"]})
     env = ", ".join(map(str, r["env"].dropna().unique())) if len(r) else "the task"
     n_max = "none" if ans["n_max"] is None else format(ans["n_max"], ",")
-    return ["## Network scaling (plan 8.1)", "", *md_table(table), "",
+    return ["## Network scaling (plan 8.1)", "", *md_table(table), "", *footnotes(r),
             f"**N_max** (largest network that full CMA-ES solved in >= half its runs, at that "
             f"size and every smaller one): {n_max}.", "",
             f"**Answer.** {scaling_sentence(ans, env)}", "",
@@ -240,8 +249,7 @@ def worker_scaling_report(ctx: Context) -> list[str]:
     cores = (ctx.meta.get("provenance") or {}).get("cpus")
     table = pd.DataFrame({
         "islands k": t["islands"], "solved/runs [95% CI]": [rate_cell(r) for _, r in t.iterrows()],
-        "E(k): median evals to solve [95% CI]": [
-            with_interval(r.evals_to_solve, r.evals_low, r.evals_high) for r in t.itertuples()],
+        "E(k): median evals to solve [95% CI]": [evals_cell(r) for r in t.itertuples()],
         "A(k) = E(1)/E(k)": [_a_cell(r) for r in t.itertuples()],
         "r(k): evals/s per island": t["rate"], "R(k) = r(k)/r(1)": t["system"],
         "env steps/s per island (ratio)": [
@@ -250,8 +258,7 @@ def worker_scaling_report(ctx: Context) -> list[str]:
         "efficiency A x R": [with_interval(r.efficiency, r.efficiency_low, r.efficiency_high)
                              for r in t.itertuples()],
         "speedup": t["speedup"],
-        "T(k): median wall to solve, s [95% CI]": [
-            with_interval(r.wall_to_solve, r.wall_low, r.wall_high) for r in t.itertuples()],
+        "T(k): median wall to solve, s [95% CI]": [wall_cell(r) for r in t.itertuples()],
         "trials at once": t["concurrency"], "shared CPUs": t["shared_cpus"]}) \
         if len(t) else pd.DataFrame()
     r = ctx.done
@@ -266,8 +273,9 @@ def worker_scaling_report(ctx: Context) -> list[str]:
               "(= S(k)/k), whose interval is A's times R (R's own noise left out); the "
               "plan asks for > 0.7. Env steps per second per island is the hardware's "
               "part alone: evaluations of better policies run longer episodes, so r(k) also "
-              "moves with how far the runs got."]
-    return lines + ["", f"**Answer.** {speedup_sentence(t, cores)}", "",
+              "moves with how far the runs got. T(k): where R(k) was measured.", "",
+              *footnotes(r, t)]
+    return lines + [f"**Answer.** {speedup_sentence(t, cores)}", "",
                     ctx.figure("speedup_vs_islands", figures.speedup_vs_islands(r), "speedup"),
                     ctx.figure("throughput_vs_islands", figures.throughput_vs_islands(r),
                                "throughput"), ""]
