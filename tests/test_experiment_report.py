@@ -806,6 +806,30 @@ def test_paired_arms_count_which_solved_first_with_censored_runs_decided_correct
     assert r5.sign_p == pytest.approx(2 / 32) and r5.wilcoxon_p == pytest.approx(2 / 32)
 
 
+def test_the_migrant_screening_page_states_its_paired_analysis():
+    """docs/results/migrant-screening.md compares the arms with the paired tests of
+    benchmarks/paired_seeds.py on its JSON, whose figures it states."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import paired_seeds
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    data = json.loads((root / "docs/results/migrant-screening.json").read_text())
+    runs = paired_seeds.per_seed(data)
+    assert runs["row"][1004] == (300.0, False) and runs["screen3"][1004] == (58.9, True)
+    from islands.experiment import stats
+
+    seeds = sorted(runs["row"])
+    r = stats.paired(*[[runs[arm][s][i] for s in seeds] for arm, i in
+                       (("row", 0), ("row", 1), ("screen3", 0), ("screen3", 1))])
+    assert (r.a_first, r.b_first, r.undecided, r.ranks_exact) == (8, 7, 0, True)
+    page = (root / "docs/results/migrant-screening.md").read_text()
+    assert "python benchmarks/paired_seeds.py docs/results/migrant-screening.json" in page
+    assert f"sign test p = {r.sign_p:.2g}" in page and f"p = {r.wilcoxon_p:.2f}" in page
+    assert "log-rank" not in page.split("## Reading")[1].lower()  # unpaired: not used
+
+
 def test_a_copy_kept_without_its_runs_renders_from_its_results(tmp_path, failure_exp):
     """docs/results keeps experiment.json and results.parquet, not runs/: ``report``
     renders from the stored table (written before the confirmation columns existed),
