@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from islands.config import from_dict, resolve  # noqa: E402
-from islands.experiment import kinds  # noqa: E402
+from islands.experiment import names as kinds  # noqa: E402
 from islands.experiment.report import write_report  # noqa: E402
 from islands.experiment.results import write_results  # noqa: E402
 from islands.output.rundir import METRIC_COLUMNS, RunDir  # noqa: E402
