@@ -15,6 +15,8 @@ import numpy as np
 from .messages import EvolveResult
 
 KINDS = ("center", "sample")  # tested in turn, center first
+# --candidates: which kinds are tested (docs/results/confirmation.md)
+CANDIDATE_SETS = {"center,sample": KINDS, "center": ("center",), "sample": ("sample",)}
 
 
 @dataclasses.dataclass
@@ -52,10 +54,10 @@ class CandidateQueue:
     ``next()`` alternates between the kinds, center first. ``rejected`` counts offers
     whose re-evaluation fell short although their training fitness reached the target."""
 
-    def __init__(self, target: float | None) -> None:
-        self.target = target
-        self.best: dict[str, Candidate | None] = dict.fromkeys(KINDS)
-        self._last = KINDS[-1]
+    def __init__(self, target: float | None, kinds: tuple[str, ...] = KINDS) -> None:
+        self.target, self.kinds = target, tuple(kinds)
+        self.best: dict[str, Candidate | None] = dict.fromkeys(self.kinds)
+        self._last = self.kinds[-1]
         self.rejected = 0
 
     def offer(self, i: int, result: EvolveResult, found_at: dict[str, float] | None = None
@@ -65,6 +67,8 @@ class CandidateQueue:
         if self.target is None:
             return
         for o in result.offers:
+            if o.kind not in self.best:  # a kind this run does not test
+                continue
             if not o.plausible(self.target):
                 self.rejected += int(o.fitness >= self.target)
                 continue
@@ -81,8 +85,9 @@ class CandidateQueue:
 
     def next(self) -> Candidate | None:
         """The next candidate to test (removed from the queue), or None."""
-        start = (KINDS.index(self._last) + 1) % len(KINDS)
-        for kind in KINDS[start:] + KINDS[:start]:
+        kinds = self.kinds
+        start = (kinds.index(self._last) + 1) % len(kinds)
+        for kind in kinds[start:] + kinds[:start]:
             cand = self.best[kind]
             if cand is not None:
                 self.best[kind], self._last = None, kind

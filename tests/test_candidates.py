@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from islands.candidates import Candidate, CandidateQueue, Validation
+from islands.candidates import CANDIDATE_SETS, Candidate, CandidateQueue, Validation
 from islands.messages import CandidateOffer, Emigrants, EvolveResult, IslandReport
 
 
@@ -42,6 +42,15 @@ def test_queue_keeps_the_best_per_kind_above_the_target_and_alternates_center_fi
     q.offer(0, _result(0, 5, [21.0], center=-5))
     # the last one tested was a sample: a center comes next, then the sample
     assert [c.kind for c in (q.next(), q.next())] == ["center", "sample"]
+
+
+def test_a_center_only_queue_tests_centers_alone():
+    q = CandidateQueue(target=10.0, kinds=CANDIDATE_SETS["center"])
+    q.offer(0, _result(0, 2, [12.0], center=-2))
+    q.offer(1, _result(1, 3, [15.0]))  # a sample alone: not queued
+    assert q.full()
+    c = q.next()
+    assert (c.kind, c.params[0]) == ("center", -2) and q.next() is None
 
 
 def test_offers_whose_re_evaluation_falls_short_are_dropped_and_counted():

@@ -243,7 +243,8 @@ def _text(optional: bool, choices: tuple[str, ...] | None) -> Any:
     def check(s: str) -> Any:
         s = s.strip()
         if choices and s not in choices:
-            _problem(f"unknown value {s!r}; choose one of {', '.join(choices)}")
+            sep = " / " if any("," in c for c in choices) else ", "  # choices with commas
+            _problem(f"unknown value {s!r}; choose one of {sep.join(choices)}")
         return (s or None) if optional else s
 
     text = Annotated[str, Strict(), AfterValidator(check)]

@@ -35,7 +35,7 @@ def build_parser(prog: str = "python -m islands.launch") -> argparse.ArgumentPar
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         kw: dict[str, Any] = dict(dest=name, help=meta["help"], default=argparse.SUPPRESS,
                                   metavar=meta["metavar"])
-        if meta["choices"]:
+        if meta["choices"] and not meta["metavar"]:
             kw["metavar"] = "{" + ",".join(meta["choices"]) + "}"
         if meta["kind"] == "bool":
             kw.update(nargs="?", const="on")  # `--quiet` alone means on

@@ -16,6 +16,7 @@ from envs.spec import EvalSpec
 from policies import POLICIES
 
 from .. import topology as topo
+from ..candidates import CANDIDATE_SETS
 from ..envdefaults import GENERIC
 from ..island.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
 from ..strategies import STRATEGIES
@@ -73,6 +74,11 @@ class Config:
         "training fitness)", "int", metavar="N")
     test_episodes: int = _opt(100, "episodes of the test that validates a candidate (and the "
                               "final test), on seeds disjoint from training", "int", metavar="N")
+    candidates: str = _opt(
+        "center,sample", "which genomes an island offers for a test once a sample reaches the "
+        "target: its search center (distribution mean, GA elite), its best sample, or both in "
+        f"turn: {' / '.join(CANDIDATE_SETS)}", choices=tuple(CANDIDATE_SETS),
+        metavar="KINDS")
     retest_episodes: int = _opt(
         100, "episodes of the confirmation test: a genome whose test reached the target is "
         "tested once more on fresh episodes, and the run is solved only when that test "

@@ -38,7 +38,14 @@ from typing import Any
 import numpy as np
 import ray
 
-from ..candidates import Candidate, CandidateQueue, Validation, Verdict, passes
+from ..candidates import (
+    CANDIDATE_SETS,
+    Candidate,
+    CandidateQueue,
+    Validation,
+    Verdict,
+    passes,
+)
 from ..config import elastic_range
 from ..messages import EvolveResult, IslandInfo
 from .calls import CoordinatorOutbox, IslandCalls
@@ -96,7 +103,7 @@ class RunLoop:
         self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
         self.hof.update(vars(ray.get(arch.coordinator.hof_summary.remote())))  # resumed
-        self.queue = CandidateQueue(self.cfg.target)
+        self.queue = CandidateQueue(self.cfg.target, CANDIDATE_SETS[self.cfg.candidates])
         self.test_ref, self.test_job = None, None  # running: ref, ("test"|"retest", cand)
         self.tests: list[dict[str, Any]] = []  # every test and confirmation, for the summary
         self.validation = Validation(self.cfg.target, self.cfg.retest_episodes)
