@@ -14,6 +14,7 @@ from typing import Any
 
 from envs.torch_registry import TORCH_ENVS
 
+from .candidates import CANDIDATE_SETS
 from .config import Config, strategies_of
 from .envdefaults import env_defaults
 from .island.restarts import DEFAULT_PATIENCE
@@ -44,6 +45,7 @@ class IslandSpec:
     candidate_threshold: float | None = None
     # ... each first re-evaluated on this many fresh training episodes (0: not)
     confirm_episodes: int = 0
+    candidate_kinds: tuple[str, ...] = ("center", "sample")  # which it offers (--candidates)
     debug_exit_after_gen: int | None = None  # debug (fault tests): exit once, there
     restart: str = "none"  # restart policy against stagnation (islands.island.restarts)
     restart_patience: int = DEFAULT_PATIENCE  # G, generations without improvement
@@ -183,6 +185,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         # candidates are judged on their own returns, so a reward shift never moves it
         candidate_threshold=None if cfg.target is None else float(cfg.target),
         confirm_episodes=int(cfg.confirm_episodes),
+        candidate_kinds=CANDIDATE_SETS[cfg.candidates],
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
                               if cfg.debug_exit_island == i else None),
         restart=str(s.get("restart", cfg.restart)),

@@ -175,6 +175,17 @@ def test_island_offers_its_best_sample_and_center_once_a_sample_reaches_the_thre
         core.close()
 
 
+def test_a_center_only_island_offers_and_re_evaluates_its_center_alone():
+    core = _core(cfg_of(islands=1, strategy="cmaes", confirm_episodes=2, candidates="center"))
+    try:
+        core.candidate_threshold = -math.inf
+        (only,) = core.evolve(1).offers
+        assert only.kind == "center" and only.confirm_episodes == 2
+        assert core.counters.confirmations == 1  # the sample was not re-evaluated
+    finally:
+        core.close()
+
+
 def test_offers_are_re_evaluated_on_fresh_episodes_without_touching_training():
     # Same seed, with and without re-evaluation: the training (strategy state, fitness) is
     # identical -- the re-evaluation has its own evaluator and seeds --, and the

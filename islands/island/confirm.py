@@ -64,8 +64,8 @@ class Confirmation(Hook):
     re-evaluated on ``episodes`` fresh episodes (0, or an island without a reevaluator: as
     measured in training)."""
 
-    def __init__(self, episodes: int) -> None:
-        self.episodes = int(episodes)
+    def __init__(self, episodes: int, kinds: tuple[str, ...] = ("center", "sample")) -> None:
+        self.episodes, self.kinds = int(episodes), tuple(kinds)
 
     def after_call(self, island, call: Call) -> None:
         if call.want_offers:
@@ -79,8 +79,9 @@ class Confirmation(Hook):
         if island.strategy.generation == 0 and island.runs.last_center is not None:
             center = island.runs.last_center  # the run that just ended made the sample
         f = float(elite.r[0])
-        offers = [CandidateOffer("sample", np.array(elite.x[0]), f),
-                  CandidateOffer("center", np.array(center, dtype=np.float64), f)]
+        offers = [o for o in (CandidateOffer("sample", np.array(elite.x[0]), f),
+                              CandidateOffer("center", np.array(center, dtype=np.float64), f))
+                  if o.kind in self.kinds]  # a kind the run does not test costs nothing
         n = self.episodes
         if n <= 0 or island.reevaluator is None:
             return offers

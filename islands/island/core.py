@@ -99,7 +99,7 @@ class IslandCore:
         hooks += [ResamplingHook(self.schedule, self.restarter), RestartHook(self.restarter)]
         if spec.slowdown_s > 0:
             hooks.append(DebugSlowdown(spec.slowdown_s))
-        return hooks + [Confirmation(spec.confirm_episodes)]
+        return hooks + [Confirmation(spec.confirm_episodes, spec.candidate_kinds)]
 
     def _init_checkpoints(self, ck: CheckpointSpec | None) -> None:
         self.storage = None
