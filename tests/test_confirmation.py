@@ -68,3 +68,11 @@ def test_a_run_whose_tests_pass_by_luck_stays_unsolved(ray_session, tmp_path):
         assert s["confirmation"]["mean"] < TARGET and s["selecting_test"] is not None
         tests.append({t["seed"] for t in s["tests"]})
     assert not tests[0] & tests[1]
+
+
+def test_the_confirmation_is_as_long_as_the_test_unless_set():
+    assert resolve(from_dict(dict(env="CartPole-v1", test_episodes=10))).retest_episodes == 10
+    cfg = resolve(from_dict(dict(env="CartPole-v1", test_episodes=10, retest_episodes=0)))
+    assert cfg.retest_episodes == 0 and Validation(1.0, cfg.retest_episodes).retest_episodes == 0
+    assert resolve(from_dict(dict(env="CartPole-v1", retest_episodes=300))).retest_spec(
+    ).episodes == 300

@@ -71,6 +71,8 @@ def _fill_env_defaults(c: Config) -> None:
 
 
 def _derive(c: Config) -> None:
+    if c.retest_episodes is None:
+        c.retest_episodes = c.test_episodes
     if c.test_max_episode_steps is None:
         c.test_max_episode_steps = registered_step_limit(c.env) or c.max_episode_steps
     if c.checkpoint_uri is None or c.checkpoint_uri == c._checkpoint_default:

@@ -79,11 +79,11 @@ class Config:
         "target: its search center (distribution mean, GA elite), its best sample, or both in "
         f"turn: {' / '.join(CANDIDATE_SETS)}", choices=tuple(CANDIDATE_SETS),
         metavar="KINDS")
-    retest_episodes: int = _opt(
-        100, "episodes of the confirmation test: a genome whose test reached the target is "
-        "tested once more on fresh episodes, and the run is solved only when that test "
-        "reaches the target too (0: no confirmation, the selecting test decides)", "int",
-        metavar="N")
+    retest_episodes: int | None = _opt(
+        None, "episodes of the confirmation: a genome whose test reached the target is tested "
+        "once more on fresh episodes, and the run is solved only when that reaches the target "
+        "too; an unsolved run's chosen genome gets one at the end (0: none, the selecting "
+        "test decides; default: as many as --test-episodes)", "optint", metavar="N")
     test_max_episode_steps: int | None = _opt(
         None, "episode limit of the test; default: the environment's own limit (the standard "
         "task)", "optint", metavar="N")
@@ -289,7 +289,8 @@ class Config:
 
     def retest_spec(self) -> EvalSpec:
         """What a confirmation test evaluates on: as a test, ``retest_episodes`` episodes."""
-        return self.test_spec().replace(episodes=max(1, self.retest_episodes))
+        n = self.test_episodes if self.retest_episodes is None else self.retest_episodes
+        return self.test_spec().replace(episodes=max(1, n))
 
 
 # The user-settable fields: flags and YAML keys.
