@@ -26,8 +26,10 @@ class Candidate:
     time a sample reached the target, ``fitness`` being that sample's. The best sample's
     training fitness is biased upwards -- it won among ``popsize`` noisy evaluations on the
     same few episodes --, so it often fails a test on fresh episodes; the center was never
-    selected on noise. Neither kind always passes first (docs/results/candidates.md), hence
-    both, in turn."""
+    selected on noise. Neither kind always passes first (docs/results/candidates.md), but a
+    confirmed center held on a third test where a confirmed sample often did not
+    (docs/results/confirmation.md): runs test centers alone unless ``--candidates`` says
+    otherwise."""
 
     params: np.ndarray
     fitness: float

@@ -75,7 +75,7 @@ class Config:
     test_episodes: int = _opt(100, "episodes of the test that validates a candidate (and the "
                               "final test), on seeds disjoint from training", "int", metavar="N")
     candidates: str = _opt(
-        "center,sample", "which genomes an island offers for a test once a sample reaches the "
+        "center", "which genomes an island offers for a test once a sample reaches the "
         "target: its search center (distribution mean, GA elite), its best sample, or both in "
         f"turn: {' / '.join(CANDIDATE_SETS)}", choices=tuple(CANDIDATE_SETS),
         metavar="KINDS")
