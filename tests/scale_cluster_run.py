@@ -1,7 +1,9 @@
 """Helper of test_scale.py, run in its own process (its own Ray): 16 small virtual nodes of two
 kinds on ``ray.cluster_utils.Cluster`` (8 fake-GPU nodes with ``gpu_node``, 8 CPU nodes with
 ``cpu_node``, a head with no CPUs for the coordinator and the driver), 16 synthetic islands
-placed by node type, and a quarter of the nodes removed mid-run. Prints one JSON line: the
+placed by node type, and a quarter of the nodes removed once every island has checkpointed;
+the run ends once every island has reported twice since. No step waits on the clock: each
+waits for reports (``Watch``), at most ``HANG_S`` (a hang). Prints one JSON line: the
 islands' nodes, which nodes were removed, the rows' hall of fame against the coordinator's,
 and what each island did after the loss."""
 
@@ -14,6 +16,75 @@ import threading
 import time
 
 MEM = 80 * 1024**2  # object store per node
+HANG_S = 150.0  # a wait for the run's reports that takes this long is a hang
+BUDGET_S = 600.0  # the run's time budget: only a backstop, the script ends the run
+
+
+class Watch:
+    """The run's reports as the loop records them (``Archipelago.run``'s ``on_report``, in
+    the loop's thread), for the script's main thread to wait on: the rows in order, and for
+    each row how many elastic events came before it (orders rows and events without a
+    clock)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        self.tags: list[int] = []  # elastic events before each row
+        self.events: list[dict] = []  # the loop's own list (elastic runs), live
+        self.waits: dict[str, bool] = {}  # each wait's name: whether its condition held
+
+    def on_report(self, row: dict, status: dict) -> None:
+        self.events = status.get("elastic", self.events)  # the loop's list, appended live
+        self.tags.append(len(self.events))
+        self.rows.append(row)
+
+    def reports(self, island: int, since: int = 0, after_event: int = 0) -> int:
+        """Reports of ``island`` among the rows from index ``since`` on that came after the
+        first ``after_event`` elastic events."""
+        rows = zip(self.rows[since:], self.tags[since:], strict=False)
+        return sum(1 for r, t in rows if r["island"] == island and t >= after_event)
+
+    def islands(self, kind: str) -> list[int]:
+        """The islands of every elastic event of ``kind`` ("joined", "moved", ...)."""
+        return [i for e in list(self.events) if e["kind"] == kind for i in e["islands"]]
+
+    def after_last(self, kind: str, island: int | None = None) -> int:
+        """How many elastic events there were once the last one of ``kind`` (of ``island``,
+        when given) happened."""
+        return 1 + max((k for k, e in enumerate(list(self.events)) if e["kind"] == kind
+                        and (island is None or island in e["islands"])), default=-1)
+
+    def latest(self, island: int) -> dict:
+        return next((r for r in reversed(self.rows) if r["island"] == island), {})
+
+    def mark(self) -> dict[str, int]:
+        """Where the run is: how many rows and elastic events there are so far."""
+        return {"rows": len(self.rows), "events": len(self.events)}
+
+    def wait(self, name: str, holds, loop) -> bool:
+        """Poll ``holds()`` until it is true, the loop thread has ended or ``HANG_S`` passed
+        (a hang: the script then ends the run, and the test fails on what it records)."""
+        deadline = time.monotonic() + HANG_S
+        while not holds() and loop.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.waits[name] = ok = bool(holds())
+        return ok
+
+
+def start_loop(arch, watch: Watch) -> tuple[threading.Thread, dict]:
+    """``arch.run`` in a thread (``Cluster.add_node`` installs signal handlers: the main
+    thread keeps the cluster); its result lands in the returned dict under "result"."""
+    out: dict = {}
+    loop = threading.Thread(target=lambda: out.update(result=arch.run(watch.on_report)),
+                            daemon=True)
+    loop.start()
+    return loop, out
+
+
+def end_run(arch, loop: threading.Thread) -> None:
+    """End the run as its time budget would (the loop reads ``cfg.time_budget`` on every
+    pass, and wraps up as for any budget: final checkpoints, the hall of fame's test)."""
+    arch.cfg.time_budget = 0.0
+    loop.join()
 
 
 def fast_head(Cluster, free_port):
@@ -61,7 +132,7 @@ def config(ckpt_dir: str):
         "islands": 16, "env": "rastrigin:8", "env_kwargs": {"wait_ms": 100},
         "island_specs": [gpu_island if i % 2 == 0 else {"strategy": "cmaes"}
                          for i in range(16)],
-        "popsize": 8, "episodes": 1, "generations": 10**9, "time_budget": 35,
+        "popsize": 8, "episodes": 1, "generations": 10**9, "time_budget": BUDGET_S,
         "migration_interval": 1, "target": "none", "cpus_per_island": 0.5,
         "islands_per_process": 1, "topology": "ring", "namespace": "scale-loss", "seed": 2,
         "checkpoint_uri": ckpt_dir, "checkpoint_interval": 2, "max_restarts": 5}))
@@ -77,45 +148,49 @@ def main() -> int:
         ray.init(address=cluster.address, namespace="scale-loss", log_to_driver=False)
         arch, infos = start_archipelago(config(tempfile.mkdtemp(prefix="scale-loss-")))
         lost = gpu[:2] + cpu[:2]  # a quarter of the nodes, two of each kind
-        removed_at = []
-
-        def remove_later():
-            time.sleep(10)
-            removed_at.append(time.monotonic())
+        watch = Watch()
+        loop, out = start_loop(arch, watch)
+        # three reports each: every island has written its checkpoint (interval 2), so the
+        # islands of the lost nodes restart from it
+        if watch.wait("checkpointed", lambda: all(watch.reports(i) >= 3 for i in range(16)),
+                      loop):
             for node in lost:
                 cluster.remove_node(node, allow_graceful=False)
-
-        threading.Thread(target=remove_later, daemon=True).start()
-        t0 = time.monotonic()
-        result = arch.run()
+            removed = len(watch.rows)  # rows from here on came after the loss
+            # two reports after it: one call per island is in flight at a time, so the
+            # second was called after the loss (an island of a lost node: restarted
+            # elsewhere from its checkpoint)
+            watch.wait("reported after", lambda: all(
+                watch.reports(i, removed) >= 2 for i in range(16)), loop)
+        else:
+            removed = len(watch.rows)
+        end_run(arch, loop)
         arch.shutdown()
-        print(json.dumps(summary(result, infos, lost, removed_at[0] - t0)))
+        print(json.dumps(summary(out["result"], infos, lost, watch, removed)))
         return 0
     finally:
         ray.shutdown()
         cluster.shutdown()
 
 
-def summary(result, infos, lost, removed_s: float) -> dict:
-    """What the test asserts on: the run, and per island where it started and how far it
-    got after the nodes were removed (the rows' wall clock counts from the loop's start)."""
+def summary(result, infos, lost, watch: Watch, removed: int) -> dict:
+    """What the test asserts on: the run, whether each wait's condition held, and per island
+    where it started and how many reports it made after the nodes were removed (the rows
+    from index ``removed`` on)."""
     import numpy as np
 
     from envs import make_evaluator
 
     hof = result.hof
     fit = make_evaluator("rastrigin:8").evaluate(np.asarray(result.best.params), seed=0)
-    after = [r for r in result.rows if r["wall_s"] > removed_s + 2]
     return {
-        "stop_reason": result.stop_reason, "hof_fitness": hof["fitness"],
+        "stop_reason": result.stop_reason, "waits": watch.waits, "hof_fitness": hof["fitness"],
         "best_reported": max(r["best_so_far"] for r in result.rows),
         "best_fitness": float(result.best.fitness), "best_refit": float(fit.fitness[0]),
         "lost_nodes": [n.node_id for n in lost],
         "island_nodes": [i.node for i in infos], "calls_lost": list(result.restarts),
-        "reported_after": sorted({r["island"] for r in after}),
-        "last_report_s": [max(r["wall_s"] for r in result.rows if r["island"] == i)
-                          for i in range(16)],
-        "errors": result.errors, "removed_s": removed_s,
+        "reports_after": [watch.reports(i, removed) for i in range(16)],
+        "errors": result.errors,
     }
 
 

@@ -7,6 +7,8 @@ import json
 import pytest
 from conftest import run_cluster_script, run_module
 
+EVALS = 64 * 8 * 5  # five reports per island on average (popsize 8, one episode)
+
 
 @pytest.mark.own_ray
 def test_sixty_four_synthetic_islands_through_the_launcher(tmp_path):
@@ -14,18 +16,20 @@ def test_sixty_four_synthetic_islands_through_the_launcher(tmp_path):
     proc = run_module(
         "islands.launch", "--env", "rastrigin:10", "--env-kwargs", '{"wait_ms": 200}',
         "--islands", "64", "--strategy", "openai-es", "--popsize", "8", "--episodes", "1",
-        "--migration-interval", "1", "--time-budget", "8", "--target", "none",
-        "--dashboard", "off", "--tensorboard", "off", "--quiet", "on", "--out", str(out),
-        timeout=300)
+        "--migration-interval", "1", "--max-evals", str(EVALS), "--time-budget", "240",
+        "--target", "none", "--dashboard", "off", "--tensorboard", "off", "--quiet", "on",
+        "--out", str(out), timeout=300)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     s = json.loads((out / "summary.json").read_text())
     assert s["backends"] == ["synthetic"] * 64 and s["num_params"] == 10
-    assert s["stop_reason"] == "time budget" and s["total_evals"] > 64 * 8
+    # stopped by its evaluation count (--time-budget: only a backstop against a hang)
+    assert s["stop_reason"] == "evaluation budget" and s["total_evals"] >= EVALS
     lat = s["migration"]["latency_s"]
     assert lat["n"] > 64 and 0 <= lat["p50"] <= lat["p99"] <= lat["max"]
-    # two Ray worker processes for 64 islands on 2 CPUs, their calls served side by side:
-    # every island reported (a process serving one call at a time would starve most)
-    assert s["migration"]["reports"] >= 64 * 2
+    # two Ray worker processes for 64 islands on 2 CPUs: every island reported, and the
+    # coordinator took their reports (EVALS / 8 of them)
+    assert len(s["generations"]) == 64 and min(s["generations"].values()) >= 1
+    assert s["migration"]["reports"] >= EVALS // 8
 
 
 @pytest.mark.own_ray
@@ -48,13 +52,16 @@ def test_the_coordinator_benchmark_prints_its_rows(tmp_path):
 @pytest.mark.slow
 def test_sixteen_nodes_of_two_kinds_lose_a_quarter_and_the_run_completes():
     out = run_cluster_script("scale_cluster_run.py")
+    # the nodes went once every island had checkpointed; the script ended the run (as its
+    # time budget would) once every island had reported twice since: neither wait hung
+    assert out["waits"] == {"checkpointed": True, "reported after": True}, out
     assert out["stop_reason"] == "time budget" and not out["errors"]
     on_lost = [i for i, n in enumerate(out["island_nodes"]) if n in out["lost_nodes"]]
     assert on_lost, out["island_nodes"]  # the removal hit islands
     assert all(out["calls_lost"][i] > 0 for i in on_lost), out["calls_lost"]
     # every island, those of the lost nodes restarted elsewhere from their checkpoints,
-    # reported after the loss
-    assert out["reported_after"] == list(range(16))
+    # reported after the loss: twice, so the second call was made after it
+    assert all(n >= 2 for n in out["reports_after"]), out["reports_after"]
     # the hall of fame holds the best genome any island reported, and it is that genome
     assert out["hof_fitness"] == out["best_reported"] == out["best_fitness"]
     assert out["best_refit"] == out["best_fitness"]
