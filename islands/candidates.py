@@ -149,7 +149,10 @@ class Validation:
                 else self._find(cand)
             t.retest, self.awaiting = res, None
             self.n_retests += 1
-            self.solved = self.solved or passes(res, self.target)
+            # an unsolved run's end-of-run confirmation of its best genome solves nothing:
+            # only a genome whose own test passed can be confirmed
+            self.solved = self.solved or (passes(t.test, self.target)
+                                          and passes(res, self.target))
             return t
         t = Verdict(cand, res)
         self.tested.append(t)

@@ -117,6 +117,16 @@ def test_a_passing_test_is_confirmed_before_anything_else_is_tested():
     assert v.next(q) is None  # solved: nothing more to test
 
 
+def test_the_end_of_run_confirmation_of_a_genome_that_failed_its_test_solves_nothing():
+    # Hopper seed 1004: best test 3,119.6 against 3,120; its confirmation at the end, 3,125.5
+    a = _cand(1, "center")
+    v = Validation(target=3120.0, retest_episodes=100)
+    v.record("test", a, {"mean": 3119.6})
+    assert v.next(CandidateQueue(3120.0)) is None  # nothing awaits a confirmation
+    v.record("retest", a, {"mean": 3125.5})
+    assert not v.solved and not v.confirmed(v.solution())
+
+
 def test_a_screened_out_confirmation_does_not_solve():
     a = _cand(1)
     v = Validation(target=50.0, retest_episodes=100)
