@@ -168,14 +168,14 @@ def test_failures_at_the_end_are_reported_not_swallowed(ray_session, tmp_path):
         loop.run()
         dim = arch.infos[0].dim
         loop.test_ref = broken_test.remote()
-        loop.test_cand = Candidate(np.zeros(dim), 1.0, 0, 3, None)
+        loop.test_job = ("test", Candidate(np.zeros(dim), 1.0, 0, 3, None))
         bad = ray.put("not an EvolveResult")
         loop.outbox.in_flight[arch.coordinator.report_batch.remote([1], bad)] = ([1], bad)
         result = loop.wrap_up()
     finally:
         arch.shutdown()
     errors = {e["where"]: e["message"] for e in result.errors}
-    assert errors["final test of island 0's generation-3 candidate"] == (
+    assert errors["final test of island 0's generation-3 sample"] == (
         "RuntimeError: tester out of memory")
     assert "coordinator report of island 1 at shutdown" in errors
     # every island report was taken, and the malformed one counted before it failed
