@@ -16,7 +16,9 @@ Per report of island ``i`` at generation ``g`` (``report(i, result)``):
 3. Emigration: if ``g`` is at least ``migration_interval`` generations past ``i``'s last
    emigration, its best ``migrants`` genomes are posted to the mailboxes of
    ``topology.targets(i)`` (a random topology redraws its targets here). A mailbox keeps the
-   newest batch per source, so a slow receiver gets current genomes, not a backlog.
+   newest batch per source, so a slow receiver gets current genomes, not a backlog; the batch
+   it replaces is dropped undelivered, and counted (``superseded``: the migration latency of
+   summary.json covers delivered batches only, and states this count beside it).
 4. Reply to ``i``: its mailbox contents (emptied), the global statistics when ``i`` has not
    had them for ``obs_sync_interval`` generations, and the hall-of-fame summary (with the
    genome when this report improved it).
@@ -76,6 +78,8 @@ class CoordinatorCore:
         self.last_obs_sync = [0] * self.n
         self.sent = [0] * self.n  # genomes emigrated, cumulative, per source island
         self.delivered = [0] * self.n  # genomes handed to each island, cumulative
+        self.batches_delivered = 0  # emigrant batches handed to islands
+        self.superseded = 0  # batches replaced in a mailbox by a newer one before delivery
         self.rounds = 0  # emigration events
         self.reports = 0
         self.hof = HallOfFame()
@@ -100,6 +104,7 @@ class CoordinatorCore:
         mail = list(self.mailbox[i].values())
         self.mailbox[i] = {}
         self.delivered[i] += sum(len(b) for b in mail)
+        self.batches_delivered += len(mail)
         obs = None
         if self.obs is not None and g - self.last_obs_sync[i] >= self.spec.obs_sync_interval:
             self.last_obs_sync[i] = g
@@ -122,6 +127,7 @@ class CoordinatorCore:
         order = np.argsort(-f, kind="stable")[: self.spec.migrants]
         batch = Emigrants(P[order].copy(), f[order].copy(), int(i), g, sent_at)
         for dst in self.targets(int(i)):
+            self.superseded += int(int(i) in self.mailbox[dst])
             self.mailbox[dst][int(i)] = batch
             self.sent[i] += len(order)
 
@@ -186,7 +192,8 @@ class CoordinatorCore:
     def stats(self) -> dict[str, Any]:
         return {"reports": self.reports, "rounds": self.rounds, "sent": list(self.sent),
                 "delivered": list(self.delivered), "hof": vars(self.hof_summary()),
-                "live": len(self.live)}
+                "live": len(self.live), "batches_delivered": self.batches_delivered,
+                "superseded": self.superseded}
 
     # ---- checkpoints -------------------------------------------------------------------
     def _init_checkpoints(self, ck: CheckpointSpec | None, reconstructed: bool) -> None:
@@ -235,6 +242,7 @@ class CoordinatorCore:
             "last_obs_sync": list(self.last_obs_sync),
             "sent": list(self.sent), "delivered": list(self.delivered),
             "rounds": self.rounds, "reports": self.reports,
+            "batches_delivered": self.batches_delivered, "superseded": self.superseded,
             "hof": vars(self.hof), "obs": self.obs_stats(),
             "topology": self.topology.state_dict(),
         }
@@ -253,6 +261,9 @@ class CoordinatorCore:
         self.sent = [int(x) for x in s["sent"]]
         self.delivered = [int(x) for x in s["delivered"]]
         self.rounds, self.reports = int(s["rounds"]), int(s["reports"])
+        # (checkpoints written before these counts existed have none)
+        self.batches_delivered = int(s.get("batches_delivered", 0))
+        self.superseded = int(s.get("superseded", 0))
         self.hof = HallOfFame(**s["hof"])
         self.obs = None if s["obs"] is None else RunningMeanStd.from_state_dict(s["obs"])
         live = [int(i) for i in s.get("live", range(n))]

@@ -68,7 +68,8 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
                    "confirmations": sum(r.get("confirmations", 0) for r in last.values()),
                    "offers_rejected": result.offers_rejected},
         "migration": {**result.coordinator_stats,
-                      "latency_s": latency_summary(result.migration_latency_s)},
+                      "latency_s": latency_summary(result.migration_latency_s,
+                                                   result.coordinator_stats)},
         "cpus_per_island": [s.num_cpus for s in plan],
         "num_params": infos[0].dim if infos else None,
         "backend": infos[0].backend if infos else None,
@@ -80,8 +81,9 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         # strategy restarts against stagnation (--restart), from each island's last report
         "strategy_restarts": [int(last.get(i, {}).get("restarts", 0))
                               for i in range(len(plan))],
-        # what failed at the end without stopping the run (the final candidate test, a
-        # report the coordinator could not take): {"where", "message"}, also logged
+        # what failed without stopping the run (an island dropped, a report the
+        # coordinator could not take, an incomplete final checkpoint, the final candidate
+        # test): {"where", "message"}, also logged
         "errors": list(result.errors),
         # --elastic: the range, islands joined / retired / moved, and every change in order
         "elastic": result.elastic,
@@ -134,11 +136,20 @@ def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[I
     return summary
 
 
-def latency_summary(latencies: list[float]) -> dict[str, Any]:
+def latency_summary(latencies: list[float], coordinator_stats: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
     """Migration latency (emigration to the receiving island's next call): count, p50, p99
-    and max in seconds (None without any migration)."""
+    and max in seconds (None without any migration), over the batches that arrived; and
+    ``dropped``, the batches a newer one from the same source replaced in the coordinator's
+    mailbox before delivery (they never arrive, so no latency of theirs is in the
+    percentiles), with ``dropped_share`` of all batches the coordinator posted and settled
+    (delivered + dropped; None before any)."""
+    st = coordinator_stats or {}
+    dropped = int(st.get("superseded", 0))
+    settled = dropped + int(st.get("batches_delivered", 0))
+    out = {"dropped": dropped, "dropped_share": dropped / settled if settled else None}
     if not latencies:
-        return {"n": 0, "p50": None, "p99": None, "max": None}
+        return {"n": 0, "p50": None, "p99": None, "max": None, **out}
     q = np.percentile(np.asarray(latencies, dtype=np.float64), [50, 99])
     return {"n": len(latencies), "p50": float(q[0]), "p99": float(q[1]),
-            "max": float(max(latencies))}
+            "max": float(max(latencies)), **out}
