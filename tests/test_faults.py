@@ -4,6 +4,8 @@ checkpoint, the run loop resubmits its lost call, and the run finishes."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,6 +16,8 @@ import ray
 from conftest import ROOT, subprocess_env
 from test_archipelago import cfg_of, drive
 
+from islands.output.summary import summarize
+from islands.persistence.storage import island_file
 from islands.planning import plan_islands
 from islands.runtime.archipelago import Archipelago
 
@@ -180,3 +184,81 @@ def test_failures_at_the_end_are_reported_not_swallowed(ray_session, tmp_path):
     assert "coordinator report of island 1 at shutdown" in errors
     # every island report was taken, and the malformed one counted before it failed
     assert result.coordinator_stats["reports"] == len(result.rows) + 1
+
+
+def test_islands_that_fail_or_die_for_good_are_dropped_and_reported(ray_session, tmp_path):
+    """Island 1's checkpoint cannot be written (a directory stands where its file goes), so
+    its call raises at its first checkpoint; island 2's process is killed for good
+    (``no_restart``) mid-run. Both are dropped, island 0 runs to the end, and summary.json's
+    errors name both with why."""
+    cfg = cfg_of(islands=3, generations=8, namespace="t-dropped", out=str(tmp_path / "run"),
+                 checkpoint_interval=2, checkpoint_seconds=0, migration_interval=1)
+    os.makedirs(os.path.join(cfg.checkpoint_uri, island_file(1)))
+    plan = plan_islands(cfg, [2.0])
+    arch = Archipelago(cfg, plan)
+    killed: list[int] = []
+
+    def on_report(rep, status):
+        if rep["island"] == 2 and rep["generation"] >= 3 and not killed:
+            killed.append(rep["generation"])
+            ray.kill(arch.islands[2].actor, no_restart=True)
+
+    result = drive(arch, on_report)
+    assert killed and result.stop_reason == "generations"
+    assert max(r["generation"] for r in result.rows if r["island"] == 0) == 8
+    assert max(r["generation"] for r in result.rows if r["island"] == 1) == 1
+    errors = {e["where"]: e["message"] for e in result.errors}
+    assert errors["island 1"].startswith(
+        "failed and was dropped from the run: IsADirectoryError"), errors
+    # Ray's max_restarts is unlimited, so the loop tried again before it gave up on it
+    assert re.match(r"died and was dropped from the run \(calls lost in a row: \d+\): ",
+                    errors["island 2"]), errors
+    assert "killed" in errors["island 2"], errors
+    summary = summarize(cfg, plan, arch.infos, result, 0.0)
+    assert summary["errors"] == result.errors
+    lat = summary["migration"]["latency_s"]
+    # island 1's and 2's mailboxes kept receiving after they were gone: dropped batches
+    assert lat["dropped"] > 0 and 0 < lat["dropped_share"] < 1, lat
+    assert lat["dropped"] == result.coordinator_stats["superseded"]
+
+
+def test_a_failed_coordinator_report_and_an_incomplete_final_checkpoint_are_reported(
+        ray_session, tmp_path):
+    """A report the coordinator raises on mid-run loses its hall-of-fame update and
+    migrants: the run goes on, and the summary's errors say where and why. An island whose
+    process is gone by the final checkpoint leaves its previous checkpoint: also an error,
+    not only a warning in the log."""
+    from islands.runtime.loop import RunLoop
+
+    cfg = cfg_of(islands=2, generations=6, namespace="t-run-errors", out=str(tmp_path / "run"),
+                 checkpoint_interval=2, checkpoint_seconds=0)
+    plan = plan_islands(cfg, [2.0])
+    arch = Archipelago(cfg, plan)
+    sent: list[int] = []
+    try:
+        arch.start()
+        arch.wait_ready()
+
+        def on_report(rep, status):
+            if rep["island"] == 0 and rep["generation"] >= 2 and not sent:
+                sent.append(rep["generation"])
+                bad = ray.put(["not an EvolveResult"])
+                loop.outbox.send([0], bad, [])
+
+        loop = RunLoop(arch, on_report)
+        loop.run()
+        ray.kill(arch.islands[1].actor, no_restart=True)
+        result = loop.wrap_up()
+    finally:
+        arch.shutdown()
+    assert sent and result.stop_reason == "generations"
+    for i in range(2):  # the failed report stopped nothing
+        assert max(r["generation"] for r in result.rows if r["island"] == i) == 6
+    errors = {e["where"]: e["message"] for e in result.errors}
+    msg = errors["coordinator report of island 0 during the run"]
+    assert msg.startswith("AttributeError: ") and "hall-of-fame update and migrants" in msg
+    assert errors["final checkpoint of island 1"].startswith(
+        "incomplete (its previous checkpoint stays): "), errors
+    assert "final checkpoint of island 0" not in errors
+    assert "final checkpoint of the coordinator" not in errors
+    assert summarize(cfg, plan, arch.infos, result, 0.0)["errors"] == result.errors

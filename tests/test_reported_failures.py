@@ -11,6 +11,7 @@ import numpy as np
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
 from islands.messages import Emigrants, EvolveResult, IslandReport
 from islands.output.summary import latency_summary
+from islands.runtime.calls import MAX_LISTED, Failures
 
 
 def _result(i: int, g: int, fitness: float, sent_at: float) -> EvolveResult:
@@ -45,3 +46,14 @@ def test_batches_superseded_in_a_mailbox_are_counted_as_dropped():
     del state["superseded"], state["batches_delivered"]
     again.set_state(state)
     assert again.stats()["superseded"] == 0
+
+
+def test_failures_past_the_cap_are_counted_not_listed():
+    f = Failures("coordinator reports failed")
+    for k in range(MAX_LISTED + 3):
+        f.add(f"report {k}", "boom")
+    entries = f.entries()
+    assert len(entries) == MAX_LISTED + 1 and entries[0] == {"where": "report 0",
+                                                             "message": "boom"}
+    assert entries[-1] == {"where": "coordinator reports failed",
+                           "message": "3 more not listed (see the log)"}

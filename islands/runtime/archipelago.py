@@ -253,17 +253,24 @@ class Archipelago:
                 errors.append({"where": where, "message": root_message(e)})
         return resend
 
-    def final_checkpoint(self, islands: list[Any], timeout: float = 120.0) -> None:
+    def final_checkpoint(self, islands: list[IslandRef], timeout: float = 120.0
+                         ) -> list[dict[str, Any]]:
         """Checkpoint the given islands and the coordinator; a call that fails or takes
-        longer than ``timeout`` leaves that actor's previous checkpoint in place."""
-        refs = [h.checkpoint() for h in islands]
-        refs.append(self.coordinator.checkpoint.remote())
+        longer than ``timeout`` leaves that actor's previous checkpoint in place (a resume
+        starts from there) and is returned as an error for the summary."""
+        refs = [(f"final checkpoint of island {h.index}", h.checkpoint()) for h in islands]
+        refs.append(("final checkpoint of the coordinator", self.coordinator.checkpoint.remote()))
         deadline = time.monotonic() + timeout
-        for r in refs:
+        errors = []
+        for where, r in refs:
             try:
                 ray.get(r, timeout=max(0.1, deadline - time.monotonic()))
             except (ray.exceptions.RayError, TimeoutError) as e:
-                log.warning("final checkpoint incomplete: %s", root_message(e))
+                msg = root_message(e) or type(e).__name__
+                log.warning("%s incomplete (its previous checkpoint stays): %s", where, msg)
+                errors.append({"where": where, "message": f"incomplete (its previous "
+                               f"checkpoint stays): {msg}"})
+        return errors
 
     # ---- the run ---------------------------------------------------------------------
     def run(self, on_report: Callable[[dict[str, Any], dict[str, Any]], None] | None = None

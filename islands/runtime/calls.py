@@ -26,6 +26,28 @@ from .cluster import root_message
 log = logging.getLogger("islands.driver")
 
 Batch = list[tuple[int, EvolveResult]]  # (island, result) of one host's call
+MAX_LISTED = 50  # failures of one kind listed in summary.json's errors; the rest counted
+
+
+class Failures:
+    """Failures met during the run that did not stop it (a dropped island, a report the
+    coordinator failed on), for summary.json's ``errors`` beside the log: the first
+    :data:`MAX_LISTED`, then a count, so that a coordinator failing on every report cannot
+    fill the summary."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.listed, self.unlisted = kind, [], 0
+
+    def add(self, where: str, message: str) -> None:
+        if len(self.listed) < MAX_LISTED:
+            self.listed.append({"where": where, "message": message})
+        else:
+            self.unlisted += 1
+
+    def entries(self) -> list[dict[str, str]]:
+        more = [{"where": self.kind, "message": f"{self.unlisted} more not listed (see the "
+                 "log)"}] if self.unlisted else []
+        return self.listed + more
 
 
 class IslandCalls:
@@ -47,6 +69,7 @@ class IslandCalls:
         self.lost: list[int] = []  # calls lost to a dead/restarting actor, per island
         self.alive: list[bool] = []
         self.retired: set[int] = set()  # islands an elastic run let go (not failures)
+        self.dropped = Failures("islands dropped")  # islands that failed or died for good
         for h in handles:
             self.add(h)
         # whether the run wants candidate offers now (RunLoop: the tester's queue has room)
@@ -138,6 +161,8 @@ class IslandCalls:
             if isinstance(r, IslandFailure):
                 self.alive[i] = False
                 log.error("island %d failed and is dropped from the run: %s", i, r.message)
+                self.dropped.add(f"island {i}",
+                                 f"failed and was dropped from the run: {r.message}")
             else:
                 self.failures[i] = 0
                 out.append((i, r))
@@ -152,6 +177,8 @@ class IslandCalls:
         if self.max_restarts == 0 or self.failures[i] > (5 if died else 60):
             self.alive[i] = False
             log.error("island %d died and is dropped from the run: %s", i, root_message(e))
+            self.dropped.add(f"island {i}", f"died and was dropped from the run (calls "
+                             f"lost in a row: {self.failures[i]}): {root_message(e)}")
         else:
             log.warning("island %d is unavailable (%s); resubmitting its call", i,
                         type(e).__name__)
@@ -174,6 +201,7 @@ class CoordinatorOutbox:
         self.retry: list[tuple[list[int | None], Any]] = []
         self.retry_at = 0.0
         self.best_seen: tuple[float, list[int | None], Any] | None = None
+        self.failed = Failures("coordinator reports failed")
 
     def send(self, ids: list[int | None], ref, batch: Batch):
         """Report a host batch: ``ids`` names the island at each position of the batch
@@ -198,16 +226,22 @@ class CoordinatorOutbox:
             replies = ray.get(ref)
         except ray.exceptions.RayActorError as e:
             if self.max_restarts == 0:
-                log.error("coordinator report for islands %s failed: %s", _named(ids),
-                          root_message(e))
+                self._failed(ids, e)
             else:
                 self._buffer(ids, batch_ref, e)
             return []
         except ray.exceptions.RayError as e:
-            log.error("coordinator report for islands %s failed: %s", _named(ids),
-                      root_message(e))
+            self._failed(ids, e)
             return []
         return [(i, r) for i, r in zip(ids, replies, strict=True) if i is not None]
+
+    def _failed(self, ids: list[int | None], e: Exception) -> None:
+        # The report's hall-of-fame update and migrants are lost (those of the batch's
+        # islands before the one it failed on were taken; their reply, with their mail, not).
+        log.error("coordinator report for islands %s failed: %s", _named(ids),
+                  root_message(e))
+        self.failed.add(f"coordinator report of island {_named(ids)} during the run",
+                        f"{root_message(e)} (its hall-of-fame update and migrants are lost)")
 
     def _buffer(self, ids: list[int | None], batch_ref, e: Exception) -> None:
         if not self.retry:

@@ -72,7 +72,8 @@ class RunResult:
     restarts: list[int] = dataclasses.field(default_factory=list)  # calls lost per island
     totals: dict[str, float] = dataclasses.field(default_factory=dict)  # evals, episodes...
     offers_rejected: int = 0  # candidates whose island's re-evaluation fell short
-    # what failed at the end of the run without stopping it: {"where", "message"}
+    # what failed without stopping the run (a dropped island, a failed coordinator report,
+    # an incomplete final checkpoint, a final test): {"where", "message"}
     errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     # seconds from emigration to the receiving island's call taking the batch (the last
     # LATENCY_SAMPLES of them)
@@ -324,7 +325,7 @@ class RunLoop:
         hof, cstats, errors = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
         starting = set() if self.elastic is None else {
             spec.index for spec, _, _ in self.elastic.joining.values()}
-        arch.final_checkpoint([h for i, (h, a) in enumerate(zip(
+        errors += arch.final_checkpoint([h for i, (h, a) in enumerate(zip(
             arch.islands, self.calls.alive, strict=True)) if a and i not in starting])
         for actor in arch.actors:
             ray.kill(actor, no_restart=True)
@@ -340,7 +341,8 @@ class RunLoop:
             hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
             totals=dict(self._totals), offers_rejected=self.queue.rejected,
-            errors=errors + self.errors, migration_latency_s=list(self.latencies),
+            errors=self.calls.dropped.entries() + self.outbox.failed.entries() + errors
+            + self.errors, migration_latency_s=list(self.latencies),
             elastic=None if self.elastic is None else self.elastic.summary())
 
     def _finish_tests(self, hof) -> None:
