@@ -6,9 +6,16 @@ tests/test_faults.py."""
 
 from __future__ import annotations
 
+import json
+import resource
+import subprocess
+import sys
+
 import numpy as np
+from conftest import ROOT, subprocess_env
 
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
+from islands.experiment.provenance import gpu_line, gpus, record
 from islands.messages import Emigrants, EvolveResult, IslandReport
 from islands.output.summary import latency_summary
 from islands.runtime.calls import MAX_LISTED, Failures
@@ -57,3 +64,59 @@ def test_failures_past_the_cap_are_counted_not_listed():
                                                              "message": "boom"}
     assert entries[-1] == {"where": "coordinator reports failed",
                            "message": "3 more not listed (see the log)"}
+
+
+# provenance.py loaded on its own (the islands package imports torch), its gpus()
+QUERY = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("provenance", sys.argv[1])
+p = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(p)
+print(json.dumps([*p.gpus(), "torch" in sys.modules]))
+"""
+
+
+def _query(limit_bytes: int | None = None) -> list:
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    proc = subprocess.run([sys.executable, "-c", QUERY,
+                           str(ROOT / "islands" / "experiment" / "provenance.py")],
+                          cwd=ROOT, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=None if limit_bytes is None else limit)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_gpu_that_cannot_be_queried_is_not_reported_as_none():
+    # Address space for Python but not for torch's libraries: torch fails to load for real,
+    # so the GPUs cannot be asked for (as when its CUDA libraries do not match the driver).
+    names, err, _ = _query(260 * 2**20)
+    assert names == []
+    assert err.startswith("ImportError: ") and "libtorch" in err, err
+    assert gpu_line({"gpus": [], "gpu_error": err}) == f"could not query the GPU: {err}"
+    # Unrestricted, this machine's answer: its GPUs, or none (a CPU build or no device),
+    # with no error either way.
+    here, here_err = gpus()
+    assert here_err is None and _query() == [here, None, True]
+    rec = record({})
+    assert rec["gpus"] == here and rec["gpu_error"] is None
+    assert gpu_line({"gpus": here, "gpu_error": None}) == (", ".join(here) or "none")
+    assert gpu_line({"gpus": []}) == "none"  # provenance recorded before gpu_error existed
+
+
+def test_the_report_states_a_gpu_query_error(tmp_path):
+    import pandas as pd
+
+    from islands.experiment.reporting import Context, provenance_lines
+
+    err = "RuntimeError: CUDA driver initialization failed"
+    p = {"date": "2026-11-27", "commit": "abc", "cpus": 2, "memory_gb": 1, "gpus": [],
+         "gpu_error": err, "versions": {}, "env_table": {}, "platform": "Linux"}
+    results = pd.DataFrame({"started_at": [], "ended_at": []})
+    ctx = Context(tmp_path, {"provenance": p}, results, pd.DataFrame())
+    lines = provenance_lines(ctx)
+    assert f"- machine: 2 CPUs, 1 GiB, GPU: could not query the GPU: {err} (Linux)" in lines
+    p["gpu_error"] = None
+    assert "- machine: 2 CPUs, 1 GiB, GPU: none (Linux)" in provenance_lines(ctx)

@@ -2,8 +2,9 @@
 
 :func:`record` is stored as ``provenance`` in ``experiment.json`` by ``run``: the date, the
 git commit of the islands package (and whether its tree had uncommitted changes), the
-machine (CPUs, memory, GPUs), the versions of Python, Ray, torch, EnvPool, Gymnasium, numpy
-and scipy, and the environment table's row of every environment the experiment uses.
+machine (CPUs, memory, GPUs, or why they could not be queried), the versions of Python,
+Ray, torch, EnvPool, Gymnasium, numpy and scipy, and the environment table's row of every
+environment the experiment uses.
 :func:`table_changes` compares that row with today's table, so that a report rendered after
 the table moved says its runs used other defaults than a rerun would.
 """
@@ -48,13 +49,43 @@ def _memory_gb() -> float | None:
         return None
 
 
-def _gpus() -> list[str]:
+# torch's errors for a machine that has no GPU to offer (no driver, no device, a CPU
+# build); any other error is a GPU that could not be queried
+_NO_GPU = ("Found no NVIDIA driver", "No CUDA GPUs are available", "not compiled with CUDA")
+
+
+def gpus() -> tuple[list[str], str | None]:
+    """The GPUs torch sees, and None; or no names and why the GPU could not be queried
+    (``Type: message``). A CUDA driver error does not raise from ``device_count()``: it
+    returns 0 with a one-time warning, so a count of 0 is asked again of ``torch.cuda.init``,
+    which raises the driver's error, or the one that means there is no GPU."""
     try:
         import torch
 
-        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    except Exception:  # no torch, or a driver problem: the report says "none"
-        return []
+        n = torch.cuda.device_count()
+        if n == 0 and torch.backends.cuda.is_built():
+            try:
+                torch.cuda.init()
+            except Exception as e:
+                msg = _one_line(e)
+                return [], None if any(s in msg for s in _NO_GPU) else msg
+        return [torch.cuda.get_device_name(i) for i in range(n)], None
+    except Exception as e:  # torch will not load, a driver problem
+        return [], _one_line(e)
+
+
+def _one_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
+def gpu_line(p: dict[str, Any]) -> str:
+    """The report's GPU field of a recorded provenance: names, ``none``, or ``could not
+    query the GPU: <error>``."""
+    if p.get("gpus"):
+        return ", ".join(p["gpus"])
+    err = p.get("gpu_error")
+    return "none" if not err else f"could not query the GPU: {err}"
 
 
 def versions() -> dict[str, str]:
@@ -84,10 +115,12 @@ def env_table(ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def record(spec: dict[str, Any]) -> dict[str, Any]:
     """Everything the report states about where the experiment ran."""
+    names, gpu_error = gpus()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit(), "host": platform.node(), "platform": platform.platform(),
-        "cpus": os.cpu_count(), "memory_gb": _memory_gb(), "gpus": _gpus(),
+        "cpus": os.cpu_count(), "memory_gb": _memory_gb(), "gpus": names,
+        "gpu_error": gpu_error,  # None: ``gpus`` is the answer (empty: no GPU)
         "versions": versions(), "env_table": env_table(env_ids(spec)),
     }
 

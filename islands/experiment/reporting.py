@@ -158,7 +158,7 @@ def provenance_lines(ctx: Context) -> list[str]:
         return lines + ["- commit, machine, versions: not recorded (an experiment started "
                         "before the runner recorded them)", ""]
     v = p.get("versions") or {}
-    gpus = ", ".join(p.get("gpus") or []) or "none"
+    gpus = provenance.gpu_line(p)
     lines += [f"- started: {p.get('date')}, commit `{p.get('commit')}`",
               f"- machine: {p.get('cpus')} CPUs, {p.get('memory_gb')} GiB, GPU: {gpus} "
               f"({p.get('platform')})",
