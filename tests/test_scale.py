@@ -26,6 +26,7 @@ def test_sixty_four_synthetic_islands_through_the_launcher(tmp_path):
     assert s["stop_reason"] == "evaluation budget" and s["total_evals"] >= EVALS
     lat = s["migration"]["latency_s"]
     assert lat["n"] > 64 and 0 <= lat["p50"] <= lat["p99"] <= lat["max"]
+    assert lat["dropped"] == s["migration"]["superseded"] and 0 <= lat["dropped_share"] < 1
     # two Ray worker processes for 64 islands on 2 CPUs: every island reported, and the
     # coordinator took their reports (EVALS / 8 of them)
     assert len(s["generations"]) == 64 and min(s["generations"].values()) >= 1
@@ -40,9 +41,12 @@ def test_the_coordinator_benchmark_prints_its_rows(tmp_path):
     rows = json.loads(proc.stdout.strip().splitlines()[-1])["rows"]
     assert [r["islands"] for r in rows] == [16, 32]
     keys = {"islands", "reports_per_s", "coordinator_cpu", "driver_cpu", "latency_p50_s",
-            "latency_p99_s", "startup_s", "rss_mb"}
+            "latency_p99_s", "startup_s", "rss_mb", "raylet_cpu", "gcs_cpu", "dashboard_cpu",
+            "ray_other_cpu", "total_cpu", "dropped_share"}
     for r in rows:
         assert keys <= set(r) and r["reports_per_s"] > 0 and r["migrations"] > 0
+        # the raylet takes every call (the GCS may spend less than a clock tick in a row)
+        assert 0 < r["raylet_cpu"] and 0 <= r["gcs_cpu"] and 0 <= r["dropped_share"] < 1
         assert 0 < r["coordinator_cpu"] and 0 < r["driver_cpu"] and r["rss_mb"] > 100
         assert r["latency_p50_s"] <= r["latency_p99_s"] and r["startup_s"] > 0
     assert "islands | reports/s" in proc.stdout
