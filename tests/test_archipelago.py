@@ -337,9 +337,10 @@ def test_a_budget_over_all_islands_stops_the_run_within_a_generation_per_island(
     assert res.stop_reason == name
     limit = next(iter(budget.values()))
     assert limit <= res.totals[key]
-    # the last report crossed it: at most one generation of one island beyond
+    # the last reports crossed it: at most one generation per island beyond (on a loaded
+    # machine both islands' results can be taken in the same pass of the loop)
     per_generation = {"evals": 8, "episodes": 16, "env_steps": 16 * 100}[key]
-    assert res.totals[key] < limit + per_generation
+    assert res.totals[key] < limit + per_generation * cfg.islands
     last = {r["island"]: r for r in res.rows}
     assert res.totals[key] == sum(r[key] for r in last.values())
     assert res.rows[-1][f"total_{key}"] == res.totals[key]
