@@ -173,8 +173,9 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         sigma = table["sigma"] if strategy == table["strategy"] else None
     # so were its strategy options; --strategy-options and an island's own override them
     tuned = table.get("strategy_options", {}) if strategy == table["strategy"] else {}
+    popsize, tuned = _scaled(s.get("popsize", cfg.popsize), tuned, cfg.popsize_scale)
     return IslandSpec(
-        index=i, strategy=strategy, popsize=s.get("popsize", cfg.popsize), sigma=sigma,
+        index=i, strategy=strategy, popsize=popsize, sigma=sigma,
         options={**tuned, **cfg.strategy_options, **(s.get("options") or {})},
         episodes=int(s.get("episodes", cfg.episodes)),
         num_cpus=float(s.get("num_cpus", share)),
@@ -274,3 +275,14 @@ def _cannot_pack(plan: list[IslandSpec], spec: IslandSpec, need: dict[str, float
     return ResourceError(
         f"the cluster cannot place all {len(plan)} islands: no node has room for "
         f"island {spec.index} ({', '.join(f'{k}={v:g}' for k, v in need.items())})")
+
+
+def _scaled(popsize: int | None, tuned: dict[str, Any], scale: int):
+    """(popsize, table options) of one island ``scale`` times as large: ARS's top-b keeps
+    its share of the directions (b of N becomes k b of k N), as Mania et al. (2018) scale b
+    with N; other strategies' options (pycma's weights, OpenAI-ES's) follow popsize alone."""
+    if scale == 1 or popsize is None:
+        return popsize, tuned
+    if tuned.get("top") is not None:
+        tuned = {**tuned, "top": int(tuned["top"]) * scale}
+    return int(popsize) * scale, tuned

@@ -14,7 +14,7 @@ from ..island.restarts import RESTART_POLICIES
 from ..strategies import STRATEGIES
 from .schema import Config, ConfigError, elastic_range, flag, strategies_of
 
-_POSITIVE = ("islands", "popsize", "episodes", "max_episode_steps", "generations",
+_POSITIVE = ("islands", "popsize", "popsize_scale", "episodes", "max_episode_steps", "generations",
              "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
              "test_max_episode_steps", "migration_interval", "obs_sync_interval",
              "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
@@ -61,6 +61,10 @@ def check_sizes(c: Config) -> None:
                           f"({c.episodes})")
     if c.popsize is not None and c.popsize < 2:
         raise ConfigError(f"--popsize must be at least 2, got {c.popsize}")
+    if c.popsize_scale != 1 and c.popsize is None and not all(
+            "popsize" in s for s in c.island_specs or [{}]):
+        raise ConfigError(f"--popsize-scale {c.popsize_scale} needs a population size to "
+                          f"scale: {c.env} has none in the env table; give --popsize")
     if c.island_specs is not None and len(c.island_specs) != c.islands:
         raise ConfigError(f"--islands is {c.islands} but island_specs lists "
                           f"{len(c.island_specs)} islands")

@@ -9,7 +9,7 @@ from __future__ import annotations
 # What ``report:`` in an experiment YAML may name; ``islands.experiment.report.REPORTS``
 # maps each to the function that writes its report (a test checks the two agree).
 REPORT_KINDS = ("generic", "network-scaling", "bipedal", "pong", "worker-scaling",
-                "neuromod-vs-cmaes", "mujoco")
+                "neuromod-vs-cmaes", "mujoco", "islands-vs-one")
 SCALES = ("smoke", "laptop", "cluster")
 
 # The experiment directory.

@@ -14,6 +14,8 @@ dropped. Then the answer in the research plan's terms (its section 8):
 - ``worker-scaling`` (8.4): efficiency as algorithmic x system factor against 0.7x linear
   (:mod:`.scaling_report`).
 - ``mujoco``: training episodes to ARS's thresholds against ARS V2-t (:mod:`.mujoco_report`).
+- ``islands-vs-one``: k islands with and without migration against one population k times
+  larger, per task (:mod:`.shape_report`).
 - ``neuromod-vs-cmaes`` (8.5): two arms at an equal evaluation budget: log-rank test on the
   evaluations to solve, Mann-Whitney U on the final confirmation means (the selecting
   tests' only for runs that predate confirmations; no training fitness stands in for a
@@ -61,6 +63,7 @@ from .scaling_report import (  # noqa: F401  (the notebook and tests use them fr
     speedup_sentence,
     worker_scaling_report,
 )
+from .shape_report import islands_vs_one_report
 
 
 # ---- generic ---------------------------------------------------------------------------
@@ -282,6 +285,7 @@ REPORTS: dict[str, Callable[[Context], list[str]]] = {
     "worker-scaling": worker_scaling_report,
     "neuromod-vs-cmaes": neuromod_report,
     "mujoco": mujoco_report,
+    "islands-vs-one": islands_vs_one_report,
 }
 
 

@@ -17,6 +17,9 @@ The format (``experiments/*.yaml``)::
       strategy: [cmaes, sep-cmaes, openai-es]
     seeds: 0-2                       # or [0, 1, 2], 0-3,8 (as benchmarks/ take them), or 7
     budget: {max_evals: 20000, time_budget: 600}   # keys from names.BUDGET_FIELDS
+    arms:                            # optional: named sets of launcher fields, run by
+      one: {islands: 1}              # the grid field ``arm`` (a column of the results)
+      four: {islands: 4, migrants: 0}
     scales:                          # any of names.SCALES; each block is optional
       smoke:   {grid: {hidden: [[32, 16]]}, seeds: [0], budget: {time_budget: 30}}
       laptop:  {seeds: [0], budget: {time_budget: 270}}
@@ -33,7 +36,9 @@ and, in ``base``, the budget fields (they belong in ``budget``, where a report r
 budget the arms shared). A grid value may repeat a ``base`` field and wins. Values are
 checked by :func:`check_trials`, with the launcher's own messages.
 
-A run's launcher fields (:attr:`Trial.overrides`): ``base``, ``budget``, the trial's grid
+``arms`` are defined at the top level only (a scale picks among them with ``grid: {arm:
+[...]}``); an arm may not set a field the grid varies. A run's launcher fields
+(:attr:`Trial.overrides`): ``base``, ``budget``, its arm's fields, the trial's other grid
 values, its ``seed``. Trials: the cartesian product of the grid's fields in file order (the
 first varies slowest), each with every seed, ids ``t000``, ``t001``, ... in that order, so
 the same file and scale always give the same ids.
@@ -56,8 +61,9 @@ from ..config import FIELDS, Config, ConfigError, from_dict, resolve
 from ..config.parse import yaml_problem
 from .names import BUDGET_FIELDS, REPORT_KINDS, RUNNER_FIELDS, SCALES
 
-TOP_KEYS = ("name", "report", "question", "description", "base", "grid", "seeds", "budget",
-            "scales")
+TOP_KEYS = ("name", "report", "question", "description", "base", "arms", "grid", "seeds",
+            "budget", "scales")
+ARM = "arm"  # the grid field that picks one of ``arms:`` by name
 SCALE_KEYS = ("base", "grid", "seeds", "budget")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # it names directories
 _SEED_RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
@@ -89,13 +95,14 @@ class ExperimentSpec:
     grid: dict = field(default_factory=dict)  # launcher field -> values, in file order
     seeds: list = field(default_factory=list)
     budget: dict = field(default_factory=dict)  # names.BUDGET_FIELDS -> value
+    arms: dict = field(default_factory=dict)  # arm name -> launcher fields (grid field arm)
     scale: str = ""
     source: str = ""  # the YAML file it came from
 
     def __post_init__(self) -> None:
         # Normalised at construction, so every spec (from YAML, JSON or Python) compares
         # equal to its own round trip.
-        for name in ("base", "grid", "budget"):
+        for name in ("base", "grid", "budget", "arms"):
             object.__setattr__(self, name, _plain(getattr(self, name)))
         object.__setattr__(self, "seeds", [int(s) for s in self.seeds])
 
@@ -199,7 +206,8 @@ def _check_base(path: str, where: str, block: Any) -> dict[str, Any]:
 def _check_grid(path: str, where: str, block: Any) -> dict[str, list]:
     block = _mapping(path, where, block)
     for key, values in block.items():
-        _check_field(path, where, key)
+        if key != ARM:  # names an arm (checked against arms: once the scale is merged)
+            _check_field(path, where, key)
         if not isinstance(values, list) or not values:
             raise _err(path, f"grid field {key!r} in {where} must be a non-empty list of "
                              f"values, got {values!r}")
@@ -304,6 +312,33 @@ def _check_header(path: str, data: dict[str, Any]) -> dict[str, str]:
     return {"name": name, "report": report, **texts}
 
 
+def _check_arms(path: str, value: Any) -> dict[str, dict[str, Any]]:
+    """``arms:``: name -> launcher fields, each checked as a ``base`` block is."""
+    arms = {}
+    for name, block in _mapping(path, "arms", value).items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _err(path, f"arm name must be letters, digits, '.', '_' or '-', got {name!r}")
+        arms[name] = _check_base(path, f"arms.{name}", block)
+    return arms
+
+
+def _check_arm_grid(path: str, merged: dict[str, Any], arms: dict[str, dict]) -> None:
+    """The grid's ``arm`` values name arms, and no arm sets a field the grid also varies."""
+    grid = merged["grid"]
+    if ARM not in grid:
+        if arms:
+            raise _err(path, f"arms: {', '.join(arms)} defined but the grid has no 'arm' "
+                             f"field to run them (e.g. grid: {{arm: [{next(iter(arms))}]}})")
+        return
+    for name in grid[ARM]:
+        if name not in arms:
+            raise _err(path, f"grid field 'arm' names {name!r}, which arms: does not define"
+                             f"{_hint(str(name), list(arms))}")
+        clash = [k for k in arms[name] if k in grid]
+        if clash:
+            raise _err(path, f"arm {name!r} sets {clash[0]!r}, which the grid also varies")
+
+
 def _merge(top: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
     """The scale's ``block`` over the ``top`` level (the rules in the module docstring)."""
     return {
@@ -329,10 +364,12 @@ def load_experiment(path: str | os.PathLike, scale: str | None) -> ExperimentSpe
         has = ", ".join(scales) if scales else "no scales"
         raise _err(path, f"unknown scale {scale!r}; this experiment has {has}")
     merged = _merge(top, scales[scale])
+    arms = _check_arms(path, data.get("arms"))
+    _check_arm_grid(path, merged, arms)
     if not merged["seeds"]:
         where = f" at scale {scale!r}" if scale else ""
         raise _err(path, f"no seeds{where} (e.g. seeds: [0, 1, 2] or seeds: 0-4)")
-    return ExperimentSpec(**header, **merged, scale=scale, source=path)
+    return ExperimentSpec(**header, **merged, arms=arms, scale=scale, source=path)
 
 
 # ---- trials ---------------------------------------------------------------------------------
@@ -370,8 +407,10 @@ def trials(spec: ExperimentSpec) -> list[Trial]:
     for i, (point, seed) in enumerate(itertools.product(points, spec.seeds)):
         params = dict(zip(spec.grid, copy.deepcopy(point), strict=True))
         label = " ".join([f"{k}={_show(v)}" for k, v in params.items()] + [f"seed={seed}"])
+        arm = spec.arms.get(params[ARM], {}) if ARM in params else {}
+        fields = {k: v for k, v in params.items() if k != ARM}
         overrides = {**copy.deepcopy(spec.base), **copy.deepcopy(spec.budget),
-                     **copy.deepcopy(params), "seed": seed}
+                     **copy.deepcopy(arm), **copy.deepcopy(fields), "seed": seed}
         out.append(Trial(f"t{i:0{width}d}", label, params, seed, overrides))
     return out
 

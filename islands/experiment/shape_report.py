@@ -1,0 +1,119 @@
+"""The ``islands-vs-one`` report: k islands against one population k times larger.
+
+Per task, one row per arm of ``experiments/islands-vs-one.yaml``: its shape (``islands``: k
+islands with migration; ``isolated``: k islands, no migrants; ``one``: one island with
+``popsize_scale`` k), success rate, the Kaplan-Meier median *training episodes* to solve
+(confirmed solves; unsolved runs censored at the episodes they spent) with its 95% interval,
+and the median seconds where the runs had the machine to themselves. Then, per k, the
+archipelago against the one population: the ratio of medians and whether their intervals
+overlap (the issue's bar: "fewer episodes, intervals that do not overlap"), and a log-rank
+p-value; one sentence per task answers "do islands help here, and by how much".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from . import stats
+from .cells import cell_stats, ran
+from .reporting import Context, fmt, footnotes, km_cell, md_table, wall_cell
+
+SHAPES = ("islands", "isolated", "one")  # in the order the table lists them
+
+
+def arm_shape(fields: dict[str, Any]) -> tuple[str, int]:
+    """(shape, k) of an arm's launcher fields: one island k times larger, k isolated
+    islands (``migrants: 0``), or k islands with migration."""
+    islands = int(fields.get("islands") or 1)
+    if islands == 1:
+        return "one", int(fields.get("popsize_scale") or 1)
+    return ("isolated" if fields.get("migrants") == 0 else "islands"), islands
+
+
+def _km(runs: pd.DataFrame) -> stats.KM:
+    return stats.kaplan_meier(runs["episodes_used"], runs["solved"])
+
+
+def task_rows(runs: pd.DataFrame, arms: dict[str, dict]) -> pd.DataFrame:
+    """One row per arm of one task's runs, in the order the arms came."""
+    rows = []
+    for arm, cell in runs.groupby("arm", sort=False):
+        shape, k = arm_shape(arms.get(arm, {}))
+        km, c = _km(cell), cell_stats(cell)
+        alone = bool((cell["concurrency"].fillna(1) <= 1).all())
+        rows.append({
+            "arm": arm, "k": k, "shape": shape,
+            "popsize per island": cell["popsize"].iloc[0] * (k if shape == "one" else 1),
+            "solved": f"{int(c['solved'])}/{int(c['runs'])}",
+            "median training episodes [95% CI]": km_cell(km.median, km.low, km.high,
+                                                         km.no_count),
+            "median s to solve": wall_cell(pd.Series(c)) if alone else "— (runs shared "
+                                                                       "the machine)",
+            "median confirmation": c["confirmation_mean"],
+            "_km": km, "_runs": cell})
+    return pd.DataFrame(rows).sort_values(
+        ["k", "shape"], key=lambda s: s.map(SHAPES.index) if s.name == "shape" else s,
+        kind="stable")
+
+
+def compare(a: pd.Series, b: pd.Series) -> dict[str, Any]:
+    """Arm ``a`` against arm ``b``: ratio of Kaplan-Meier medians (a / b, below 1: ``a``
+    needs fewer episodes), whether their 95% intervals are apart, the log-rank p."""
+    ka, kb = a["_km"], b["_km"]
+    ra, rb = a["_runs"], b["_runs"]
+    p = stats.logrank(ra["episodes_used"], ra["solved"], rb["episodes_used"], rb["solved"])
+    ratio = ka.median / kb.median if kb.median and math.isfinite(kb.median) else math.nan
+    apart = not stats.overlap((ka.low, ka.high), (kb.low, kb.high))
+    return {"ratio": ratio, "apart": apart, "p": p}
+
+
+def _verdict(c: dict[str, Any], a: str, b: str) -> str:
+    if math.isnan(c["ratio"]):
+        return f"{a} vs {b}: no median to compare"
+    side = "fewer" if c["ratio"] < 1 else "more"
+    how = ("intervals apart" if c["apart"] else "intervals overlap")
+    return (f"{a} used {fmt(c['ratio'], 3)}x the episodes of {b} ({side}; {how}, log-rank "
+            f"p = {fmt(c['p'], 2)})")
+
+
+def task_answer(env: str, t: pd.DataFrame) -> str:
+    """One sentence for one task: per k, islands with migration against one population."""
+    parts, wins, losses = [], [], []
+    for k, cell in t.groupby("k", sort=True):
+        by = {r["shape"]: r for _, r in cell.iterrows()}
+        if "islands" not in by or "one" not in by:
+            continue
+        c = compare(by["islands"], by["one"])
+        parts.append(f"k = {k}: " + _verdict(c, f"{k} islands", "one population"))
+        if c["apart"]:
+            (wins if c["ratio"] < 1 else losses).append(k)
+        if "isolated" in by:
+            m = compare(by["islands"], by["isolated"])
+            parts[-1] += f"; migration: {fmt(m['ratio'], 3)}x the isolated islands' episodes"
+    if not parts:
+        return f"**{env}.** Not enough arms yet to compare."
+    if wins:
+        head = f"islands help at k = {', '.join(map(str, wins))}"
+    elif losses:
+        head = f"islands cost episodes at k = {', '.join(map(str, losses))}"
+    else:
+        head = "no difference shown between islands and one population"
+    return f"**{env}: {head}.** " + "; ".join(parts) + "."
+
+
+def islands_vs_one_report(ctx: Context) -> list[str]:
+    done = ran(ctx.results)
+    out = ["## The archipelago against one population", ""]
+    if done.empty or "arm" not in done:
+        return out + ["No finished runs yet.", ""]
+    arms = ctx.spec.get("arms") or {}
+    answers = []
+    for env, runs in done.groupby("env", sort=False):
+        t = task_rows(runs, arms)
+        shown = t[[c for c in t.columns if not c.startswith("_")]]
+        out += [f"### {env}", "", *md_table(shown), ""]
+        answers.append(task_answer(env, t))
+    return out + [*footnotes(done), "**Answers.**", "", *[f"- {a}" for a in answers], ""]
