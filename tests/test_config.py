@@ -262,3 +262,31 @@ def test_the_env_tables_migration_interval_is_a_default_the_flag_overrides():
     assert generic.migration_interval == GENERIC["migration_interval"]
     with pytest.raises(ConfigError, match="migration-interval"):
         resolve(parse_args(["--env", "CartPole-v1", "--migration-interval", "0"]))
+
+
+def test_popsize_scale_makes_one_island_as_large_as_k_and_keeps_ars_top_share():
+    from islands.planning import plan_islands
+
+    hopper = resolve(parse_args(["--env", "Hopper-v4", "--islands", "1",
+                                 "--popsize-scale", "4"]), check_env=False)
+    (spec,) = plan_islands(hopper, [2.0])
+    # ARS V2-t's Hopper row: N = 8 directions, b = 4; four times larger: N = 32, b = 16
+    assert (spec.popsize, spec.options["top"], spec.options["lr"]) == (64, 16, 0.01)
+    assert spec.num_cpus == 2.0  # the single island gets the cores k islands would share
+    lunar = resolve(parse_args(["--env", "LunarLander-v3", "--islands", "1",
+                                "--popsize-scale", "2"]), check_env=False)
+    assert [s.popsize for s in plan_islands(lunar, [2.0])] == [96]
+    mixed = resolve(parse_args(["--env", "LunarLander-v3", "--popsize-scale", "3",
+                                "--island-specs", '[{"popsize": 10}, {}]']), check_env=False)
+    assert [s.popsize for s in plan_islands(mixed, [2.0])] == [30, 144]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--env", "Swimmer-v4", "--popsize-scale", "2"], "--popsize-scale 2 needs a population "
+     "size to scale: Swimmer-v4 has none in the env table; give --popsize"),
+    (["--popsize-scale", "0"], "--popsize-scale must be positive, got 0"),
+])
+def test_popsize_scale_refuses_what_it_cannot_scale(argv, message):
+    with pytest.raises(ConfigError) as e:
+        resolve(parse_args(argv), check_env=False)
+    assert str(e.value) == message

@@ -73,7 +73,8 @@ def make_run(exp: Path, trial: str, seed: int, params: dict, cfg: dict, metrics:
     runner (trial.json, with ``record`` in it) leave it; ``summary`` overrides the
     summary's numbers."""
     run = exp / names.RUNS_DIR / trial
-    config = resolve(from_dict({**cfg, **params, "seed": seed, "out": str(run)}),
+    fields = {k: v for k, v in params.items() if k != "arm"}  # an arm's fields are in cfg
+    config = resolve(from_dict({**cfg, **fields, "seed": seed, "out": str(run)}),
                      check_env=False)
     rd = RunDir.create(str(run))
     rd.write_config(config.to_yaml_dict())
@@ -852,3 +853,37 @@ def test_a_copy_kept_without_its_runs_renders_from_its_results(tmp_path, failure
     assert "| cmaes | 5 | 4/5 = 80% [38%, 96%] | 2,000 [1,000, 4,000]; 1 no count | " in text
     assert "unconfirmed (t0, t1, t2, t3)." in text
     assert 'env: "LunarLander-v3"' in text and "| strategy=openai-es | 24 |" in text
+
+
+# ---- islands against one population (issue 43) ------------------------------------------
+def test_islands_vs_one_compares_each_shape_per_k_and_answers_per_task(tmp_path):
+    arms = {"islands-2": {"islands": 2}, "isolated-2": {"islands": 2, "migrants": 0},
+            "one-x2": {"islands": 1, "popsize_scale": 2}}
+    grid = {"env": ["LunarLander-v3"], "arm": list(arms)}
+    seeds = [4000 + s for s in range(6)]
+    trials = [(f"t{i}", {"env": "LunarLander-v3", "arm": a}, s)
+              for i, (a, s) in enumerate(itertools.product(arms, seeds))]
+    exp = make_experiment(tmp_path / "ivo", "islands-vs-one", grid, seeds, trials)
+    meta = json.loads((exp / names.EXPERIMENT_JSON).read_text())
+    meta["spec"]["arms"] = arms
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    # episodes to solve (None: unsolved) per arm, one per seed
+    at = {"islands-2": [1000, 1100, 1200, 1300, 1400, 1500],
+          "isolated-2": [2000, 2100, 2200, 2300, 2400, None],
+          "one-x2": [3000, 3100, 3200, 3300, 3400, 3500]}
+    for trial, params, seed in trials:
+        n = at[params["arm"]][seed - 4000]
+        rows = island_rows([{"dt": 10.0, "best": [1, 2, 3], "evals": (n or 6000) // 9}])
+        make_run(exp, trial, seed, params, {**arms[params["arm"]], "env": "LunarLander-v3"},
+                 rows, solved=n is not None, episodes_to_solve=n, total_episodes=n or 6000,
+                 test_mean=210.0 if n else 150.0, confirmation_mean=205.0 if n else None,
+                 confirmed=n is not None)
+    text = write_report(exp).read_text()
+    assert "## The archipelago against one population" in text and "### LunarLander-v3" in text
+    # KM medians: the 3rd of 6 events (S falls to 1/2 there): 1,200, 2,200 and 3,200
+    assert re.search(r"\| islands-2 \| 2 \| islands \| 48 \| 6/6 \| 1,200 \[", text), text
+    assert re.search(r"\| isolated-2 \| 2 \| isolated \| 48 \| 5/6 \| 2,200 \[", text)
+    assert re.search(r"\| one-x2 \| 2 \| one \| 96 \| 6/6 \| 3,200 \[", text)
+    assert ("**LunarLander-v3: islands help at k = 2.** k = 2: 2 islands used 0.375x the "
+            "episodes of one population (fewer; intervals apart, log-rank p = ") in text
+    assert "migration: 0.545x the isolated islands' episodes" in text

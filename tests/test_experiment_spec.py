@@ -1,5 +1,5 @@
 """Experiment specs without Ray: the YAML format and its scale merge, trial expansion, the
-JSON round trip, one-line errors for bad input, and the five experiment files of
+JSON round trip, one-line errors for bad input, named arms, and the experiment files of
 ``experiments/`` at every scale (their trials resolve, their laptop totals fit 45 minutes on
 2 cores, and their comments state those totals)."""
 
@@ -19,13 +19,14 @@ from islands.experiment.names import BUDGET_FIELDS, SCALES
 from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"
-FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco")
+FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco",
+         "islands-vs-one")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
-               "neuromod-vs-cmaes": 10, "mujoco": 25}
+               "neuromod-vs-cmaes": 10, "mujoco": 25, "islands-vs-one": 180}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
 EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
 # ... and at an episode budget (MuJoCo: ARS counts episodes)
-EPISODE_BUDGETED = ("mujoco",)
+EPISODE_BUDGETED = ("mujoco", "islands-vs-one")
 
 MERGE_YAML = """\
 name: merge
@@ -164,16 +165,17 @@ BAD = [
     ("name: x\nbase: {env: a}\nbase: {env: b}\n", "smoke",
      "malformed YAML at line 3, column 1: duplicate key 'base'"),
     ("- name: x\n", "smoke",
-     "the top level must be a mapping of name, report, question, description, base, grid, "
-     "seeds, budget, scales, got a list"),
+     "the top level must be a mapping of name, report, question, description, base, arms, "
+     "grid, seeds, budget, scales, got a list"),
     ("", "smoke", "the file is empty; an experiment needs at least name and seeds"),
     (OK + "grids: {}\n", "smoke", "unknown key 'grids' (did you mean 'grid'?); allowed: "
-     "name, report, question, description, base, grid, seeds, budget, scales"),
+     "name, report, question, description, base, arms, grid, seeds, budget, scales"),
     ("seeds: [0]\n", "smoke", "missing name (e.g. name: network-scaling)"),
     ("name: a b\nseeds: [0]\n", "smoke",
      "name must be letters, digits, '.', '_' or '-', got 'a b'"),
     (OK + "report: pongg\n", "smoke", "unknown report 'pongg' (did you mean 'pong'?); "
-     "allowed: generic, network-scaling, bipedal, pong, worker-scaling, neuromod-vs-cmaes, mujoco"),
+     "allowed: generic, network-scaling, bipedal, pong, worker-scaling, neuromod-vs-cmaes, mujoco, "
+     "islands-vs-one"),
     ("name: x\nseeds: [0]\nscales: {smoke: {}, laptop: {}, cluster: {}}\n", "huge",
      "unknown scale 'huge'; this experiment has smoke, laptop, cluster"),
     ("name: x\nseeds: [0]\n", "laptop", "unknown scale 'laptop'; this experiment has no scales"),
@@ -219,6 +221,16 @@ BAD = [
     ("name: x\nseeds: [0, a]\nscales: {smoke: {}}\n", "smoke",
      "seeds must be a list of integers or a range like 0-4, got [0, 'a']"),
     ("name: x\nseeds: 0-2,1\nscales: {smoke: {}}\n", "smoke", "seeds lists seed 1 twice"),
+    (OK + "arms: {a: {islands: 2}}\n", "smoke", "arms: a defined but the grid has no 'arm' "
+     "field to run them (e.g. grid: {arm: [a]})"),
+    (OK + "arms: {one: {islands: 1}}\ngrid: {arm: [one, onee]}\n", "smoke",
+     "grid field 'arm' names 'onee', which arms: does not define (did you mean 'one'?)"),
+    (OK + "arms: {one: {islands: 1}}\ngrid: {arm: [one], islands: [2]}\n", "smoke",
+     "arm 'one' sets 'islands', which the grid also varies"),
+    (OK + "arms: {one: {islandz: 1}}\ngrid: {arm: [one]}\n", "smoke",
+     "unknown field 'islandz' in arms.one (did you mean 'islands'?)"),
+    (OK + "arms: {one: {max_evals: 1}}\ngrid: {arm: [one]}\n", "smoke",
+     "field 'max_evals' in arms.one belongs in budget"),
     (OK + "question: [a]\n", "smoke", "question must be text, got ['a']"),
 ]
 
@@ -283,7 +295,7 @@ def test_every_experiment_file_loads_and_checks_at_every_scale(name, scale):
         assert t.overrides.get("time_budget") or t.overrides.get("max_evals"), t.label
 
 
-def test_the_directory_holds_exactly_the_six_experiments():
+def test_the_directory_holds_exactly_the_seven_experiments():
     assert sorted(p.stem for p in EXPERIMENTS.glob("*.yaml")) == sorted(FILES)
 
 
@@ -374,3 +386,50 @@ def test_loading_and_checking_write_nothing(tmp_path, monkeypatch):
         for scale in SCALES:
             check_trials(load_experiment(EXPERIMENTS / f"{name}.yaml", scale))
     assert list(tmp_path.iterdir()) == []
+
+
+ARMS_YAML = """\
+name: arms
+base: {env: CartPole-v1, popsize: 8}
+arms:
+  one-x2: {islands: 1, popsize_scale: 2}
+  isolated-2: {islands: 2, migrants: 0}
+  islands-2: {islands: 2}
+grid: {episodes: [1, 2], arm: [islands-2, one-x2]}
+seeds: [0]
+scales:
+  smoke: {grid: {arm: [isolated-2]}}
+"""
+
+
+def test_arms_are_named_sets_of_fields_that_the_grid_field_arm_runs(tmp_path):
+    spec = load_experiment(write(tmp_path, ARMS_YAML), None)
+    got = [(t.params, t.overrides) for t in trials(spec)]
+    assert got[0] == ({"episodes": 1, "arm": "islands-2"},
+                      {"popsize": 8, "env": "CartPole-v1", "islands": 2, "episodes": 1,
+                       "seed": 0})
+    assert got[1][1] == {"popsize": 8, "env": "CartPole-v1", "islands": 1, "popsize_scale": 2,
+                         "episodes": 1, "seed": 0}
+    assert [t.label for t in trials(spec)][1] == "episodes=1 arm=one-x2 seed=0"
+    cfg = trial_config(trials(spec)[1], str(tmp_path / "run"), "n")
+    assert (cfg.islands, cfg.popsize, cfg.popsize_scale) == (1, 8, 2)
+    # a scale picks among the top level's arms; the spec keeps them through JSON
+    smoke = load_experiment(write(tmp_path, ARMS_YAML), "smoke")
+    assert [t.overrides["migrants"] for t in trials(smoke)] == [0, 0]
+    assert ExperimentSpec.from_dict(json.loads(json.dumps(smoke.to_dict()))) == smoke
+
+
+def test_islands_vs_one_runs_three_shapes_per_k_on_the_same_cores():
+    from islands.experiment.shape_report import arm_shape
+
+    spec = load("islands-vs-one", "laptop")
+    shapes = {}
+    for fields in spec.arms.values():
+        shape, k = arm_shape(fields)
+        shapes.setdefault(k, set()).add(shape)
+        assert "cpus_per_island" not in fields  # the default share: every arm all the cores
+    assert shapes == {k: {"islands", "isolated", "one"} for k in (2, 4, 8)}
+    assert set(spec.grid["arm"]) == {a for a in spec.arms if a.endswith(("-2", "-4", "x2",
+                                                                           "x4"))}
+    assert spec.grid["env"] == ["LunarLander-v3", "Hopper-v4", "HalfCheetah-v4"]
+    assert min(spec.seeds) >= 4000 and len(spec.seeds) >= 10
