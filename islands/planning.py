@@ -56,6 +56,7 @@ class IslandSpec:
     reward_shift: float = 0.0
     # immigrants re-evaluated on this many fresh episodes beside the center (0: not; screen.py)
     migrant_episodes: int = 0
+    adopt: bool = False  # immigrants move the center when they beat the island (adopt.py)
     backend: str | None = None  # this island's evaluator backend (None: the run's)
     # where its strategy starts (None: the policy's random init); an elastic run's new
     # islands start at the hall of fame's genome (islands/runtime/elastic.py)
@@ -194,6 +195,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         episodes_cap=None if cfg.episodes_cap is None else int(cfg.episodes_cap),
         probe_interval=int(cfg.probe_interval),
         migrant_episodes=int(cfg.migrant_episodes),
+        adopt=cfg.migrant_rule == "adopt",
         reward_shift=float(cfg.reward_shift or 0.0),
         backend=_backend(cfg, strategy, s),
     )

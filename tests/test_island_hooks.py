@@ -138,10 +138,11 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
 
 def test_counters_missing_from_an_older_checkpoint_start_at_zero():
     old = {"evals": 16, "episodes": 16, "env_steps": 300, "frames": 300, "immigrants": 1,
-           "rejected": 0, "calls": 2}  # before held_off, confirmations, screened_out
+           "rejected": 0, "calls": 2}  # before held_off, confirmations, screened_out, adopted
     c = Counters.from_state_dict(old)
-    assert c.held_off == c.confirmations == c.screened_out == 0
-    assert c.state_dict() == {**old, "held_off": 0, "confirmations": 0, "screened_out": 0}
+    assert c.held_off == c.confirmations == c.screened_out == c.adopted == 0
+    assert c.state_dict() == {**old, "held_off": 0, "confirmations": 0, "screened_out": 0,
+                              "adopted": 0}
 
 
 def _debug_exit_script(reconstructed: bool) -> str:

@@ -140,6 +140,12 @@ class Config:
         "fresh episodes and inject only the immigrants that beat the center there (0: inject "
         "on the sender's fitness); default: env table, else 0; see islands/island/screen.py",
         "optint", metavar="N")
+    migrant_rule: str = _opt(
+        "inject", "what an island does with immigrants: inject (each enters the strategy as "
+        "one sample: pycma's inject, OpenAI-ES/ARS re-center on one that beats their best "
+        "so far) or adopt (when the best immigrant beats the island's latest generation's "
+        "best, the island moves its search center there: selection among islands; see "
+        "islands/island/adopt.py)", choices=("inject", "adopt"))
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")

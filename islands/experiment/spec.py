@@ -17,9 +17,7 @@ The format (``experiments/*.yaml``)::
       strategy: [cmaes, sep-cmaes, openai-es]
     seeds: 0-2                       # or [0, 1, 2], 0-3,8 (as benchmarks/ take them), or 7
     budget: {max_evals: 20000, time_budget: 600}   # keys from names.BUDGET_FIELDS
-    arms:                            # optional: named sets of launcher fields, run by
-      one: {islands: 1}              # the grid field ``arm`` (a column of the results)
-      four: {islands: 4, migrants: 0}
+    arms: {one: {islands: 1}, four: {islands: 4}}   # optional: run by grid field ``arm``
     scales:                          # any of names.SCALES; each block is optional
       smoke:   {grid: {hidden: [[32, 16]]}, seeds: [0], budget: {time_budget: 30}}
       laptop:  {seeds: [0], budget: {time_budget: 270}}
@@ -30,18 +28,13 @@ The chosen scale's block overrides the top level: ``base`` and ``budget`` merge 
 its place; a field only the scale lists comes after the top level's); ``seeds`` replaces.
 Asking for a scale the file does not define is an error naming the scales it has.
 
-``base`` and ``grid`` take any field of :data:`islands.config.FIELDS` except the runner's
-own (``names.RUNNER_FIELDS``: ``out``, ``namespace``, ...), ``seed`` (``seeds`` lists them)
-and, in ``base``, the budget fields (they belong in ``budget``, where a report reads the
-budget the arms shared). A grid value may repeat a ``base`` field and wins. Values are
-checked by :func:`check_trials`, with the launcher's own messages.
-
-``arms`` are defined at the top level only (a scale picks among them with ``grid: {arm:
-[...]}``); an arm may not set a field the grid varies. A run's launcher fields
-(:attr:`Trial.overrides`): ``base``, ``budget``, its arm's fields, the trial's other grid
-values, its ``seed``. Trials: the cartesian product of the grid's fields in file order (the
-first varies slowest), each with every seed, ids ``t000``, ``t001``, ... in that order, so
-the same file and scale always give the same ids.
+``base``, ``grid`` and ``arms`` take any field of :data:`islands.config.FIELDS` except the
+runner's (``names.RUNNER_FIELDS``), ``seed`` and, outside ``grid``, budget fields. A grid
+value wins over ``base``; an arm (top level only; a scale picks with ``grid: {arm: [...]}``)
+may not set a field the grid varies. A trial's launcher fields (:attr:`Trial.overrides`):
+``base``, ``budget``, its arm's, the other grid values, ``seed``. Trials: the grid's
+cartesian product in file order (the first slowest) times the seeds, ids ``t000``, ... in
+that order. Values are checked by :func:`check_trials`, with the launcher's own messages.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from ..persistence.checkpointing import CheckpointClock, CheckpointSpec
 from ..planning import IslandSpec
 from ..seeds import strategy_seed, train_seed
 from ..strategies.noise_table import resolve_device
+from .adopt import Adoption
 from .confirm import Confirmation, Reevaluator
 from .counters import Counters, ObsDelta, peak_rss_mb
 from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
@@ -99,6 +100,9 @@ class IslandCore:
         hooks += [ResamplingHook(self.schedule, self.restarter), RestartHook(self.restarter)]
         if spec.slowdown_s > 0:
             hooks.append(DebugSlowdown(spec.slowdown_s))
+        self.adoption = Adoption() if spec.adopt else None
+        if self.adoption is not None:
+            hooks.append(self.adoption)
         return hooks + [Confirmation(spec.confirm_episodes, spec.candidate_kinds)]
 
     def _init_checkpoints(self, ck: CheckpointSpec | None) -> None:
@@ -176,7 +180,7 @@ class IslandCore:
             keep = np.isfinite(screened)
             self.counters.screened_out += int((~keep).sum())
             P, f = P[keep], screened[keep]
-        if len(f):
+        if len(f) and not (self.adoption and self.adoption.offer(self, P, f)):
             self.strategy.inject(P, f)
         return len(f)
 

@@ -40,6 +40,7 @@ class Counters:
     screened_out: int = 0  # migrant genomes that lost to the center on fresh episodes (screen)
     calls: int = 0  # evolve calls
     confirmations: int = 0  # candidate genomes re-evaluated before an offer
+    adopted: int = 0  # immigrants that became the island's center (--migrant-rule adopt)
 
     def count(self, res, evals: int = 0) -> None:
         """Add an evaluation's (an ``envs.EvalResult``) episodes, env steps and frames, and

@@ -151,6 +151,21 @@ class Strategy(ABC):
         if f[i] > self._best_f:
             self._best_f, self._best_x = float(f[i]), S[i].copy()
 
+    def adopt(self, x, fitness: float) -> None:
+        """Move the search center to ``x``, a migrant of ``fitness`` that beat this island
+        (``--migrant-rule adopt``: islands/island/adopt.py). Step size, covariance and the
+        other settings stay the island's own. Strategies without a center that can move
+        (GA) take it as a migrant."""
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if x.shape != (self.dim,) or not np.isfinite(x).all():
+            raise ValueError(f"an adopted center must be {self.dim} finite numbers")
+        self._adopt(x, float(fitness))
+        if fitness > self._best_f:
+            self._best_f, self._best_x = float(fitness), x.copy()
+
+    def _adopt(self, x: np.ndarray, fitness: float) -> None:
+        self._inject(x[None, :], np.array([fitness]))
+
     @property
     def best(self) -> tuple[np.ndarray | None, float]:
         """(params, fitness) of the best solution evaluated here (or received as migrant)."""

@@ -163,6 +163,12 @@ class CMAES(Strategy):
         keep = np.argsort(-F, kind="stable")[: max(1, self.popsize // 2)]
         self._pending_X, self._pending_f = X[keep], F[keep]
 
+    def _adopt(self, x: np.ndarray, fitness: float) -> None:
+        # between a tell and the next ask (an island accepts migrants there), so the next
+        # generation is sampled around x and pycma's update takes x as the old mean; sigma,
+        # C and the evolution paths are kept (they describe the landscape's local scale)
+        self.es.mean = self.es.gp.geno(np.array(x, dtype=np.float64), copy=True)
+
     def _state(self) -> dict[str, Any]:
         return {
             "pycma": cma.__version__,

@@ -176,6 +176,10 @@ class OpenAIES(Strategy):
             self._recenter(S[i])
             self._stale = self._asked is not None
 
+    def _adopt(self, x: np.ndarray, fitness: float) -> None:
+        self._recenter(x)  # fresh Adam moments, as for a migrant that beats the best so far
+        self._stale = self._asked is not None
+
     def _state(self) -> dict[str, Any]:
         return {
             "popsize": self.popsize,
