@@ -57,6 +57,7 @@ class IslandReport:
     immigrants_new: int = 0  # accepted in this call
     rejected: int = 0  # migrant genomes refused (wrong dimension), cumulative
     screened_out: int = 0  # migrants that lost to the center on fresh episodes, cumulative
+    adopted: int = 0  # immigrants that became the center (--migrant-rule adopt), cumulative
     call_s: float = 0.0
     evals_per_s: float = 0.0
     steps_per_s: float = 0.0

@@ -124,7 +124,8 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
         assert (c.evals, c.episodes, c.immigrants, c.rejected, c.calls) == (24, 24, 2, 3, 2)
         assert {k: getattr(rep, k) for k in c.reported()} == c.reported()
         assert set(c.reported()) == {"evals", "episodes", "env_steps", "frames", "immigrants",
-                                     "rejected", "confirmations", "screened_out"}
+                                     "rejected", "confirmations", "screened_out",
+                                     "adopted"}
         assert a.get_state()["counters"] == a.info().counters == c.state_dict()
         b = island(cfg, CheckpointSpec(ck, load=True))
         try:

@@ -85,7 +85,7 @@ class RunDir:
         for c in ("island", "generation", "evals", "env_steps", "immigrants",
                   "immigrants_new", "rejected", "frames", "episodes", "total_evals",
                   "total_episodes", "total_env_steps", "restarts", "confirmations",
-                  "screened_out"):
+                  "screened_out", "adopted"):
             df[c] = df[c].fillna(0).astype("int64")  # (rows of older runs lack some)
         tmp = self.file(".metrics.parquet.tmp")
         df.to_parquet(tmp, index=False)

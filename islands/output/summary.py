@@ -51,6 +51,7 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "total_episodes": result.totals["episodes"],
         "immigrants": result.totals.get("immigrants", 0),
         "immigrants_screened_out": result.totals.get("screened_out", 0),
+        "immigrants_adopted": result.totals.get("adopted", 0),
         # the run's totals when the solution was found (the report it came from)
         **_to_solve(result),
         "generations": _generations(last, infos),

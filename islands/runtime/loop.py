@@ -241,7 +241,8 @@ class RunLoop:
         islands so far (counts are cumulative per island: the sum of each island's latest
         row)."""
         return {k: int(sum(r.get(k, 0) for r in self.latest.values()))
-                for k in ("evals", "episodes", "env_steps", "immigrants", "screened_out")}
+                for k in ("evals", "episodes", "env_steps", "immigrants", "screened_out",
+                          "adopted")}
 
     def _over_budget(self) -> str | None:
         """The budget (--max-evals, --max-episodes, --max-env-steps) that is spent."""
