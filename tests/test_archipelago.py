@@ -293,6 +293,25 @@ def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_sessio
     assert max(r["fitness_max"] for r in r1 if r["immigrants"] > 0) >= 60
 
 
+def test_an_adopting_island_moves_to_a_better_islands_genome(ray_session):
+    # Island 1 is CMA-ES with a step size too small to move its weights: alone, every
+    # sample is its random start. Injected, a migrant would be shrunk to that step size
+    # (pycma's inject); with --migrant-rule adopt it becomes island 1's center, and island
+    # 1's samples score as the genome island 0 sent.
+    cfg = cfg_of(islands=2, namespace="t-adopt", topology="edges", edges="0>1",
+                 migrants=1, migration_interval=2, generations=100_000, time_budget=15.0,
+                 max_episode_steps=200, episodes=2, migrant_rule="adopt",
+                 island_specs=[{"strategy": "cmaes", "popsize": 12},
+                               {"strategy": "cmaes", "popsize": 6, "sigma": 1e-12}])
+    res = run_arch(cfg)
+    r0, r1 = rows_of(res, 0), rows_of(res, 1)
+    assert r0[-1]["adopted"] == 0 and r1[-1]["adopted"] >= 1
+    alone = [r["fitness_max"] for r in r1 if r["adopted"] == 0]
+    moved = [r["fitness_max"] for r in r1 if r["adopted"] > 0]
+    assert alone and moved and max(moved) > max(alone) + 50
+    assert max(moved) <= 200 and r1[-1]["best_so_far"] <= max(r["best_so_far"] for r in r0)
+
+
 def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
     cfg = cfg_of(islands=2, namespace="t-async", strategy="cmaes", migration_interval=1,
                  migrants=1, generations=100000, time_budget=8.0,
