@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import stats
+from . import figures, stats
 from .cells import cell_stats, ran
 from .reporting import Context, fmt, footnotes, km_cell, md_table, wall_cell
 
@@ -114,6 +114,9 @@ def islands_vs_one_report(ctx: Context) -> list[str]:
     for env, runs in done.groupby("env", sort=False):
         t = task_rows(runs, arms)
         shown = t[[c for c in t.columns if not c.startswith("_")]]
-        out += [f"### {env}", "", *md_table(shown), ""]
+        fig = figures.km_curves(runs, by="arm", x="episodes_used")
+        fig.axes[0].set_xlabel("training episodes (all islands)")
+        out += [f"### {env}", "", *md_table(shown), "",
+                ctx.figure(f"km_episodes_{env}", fig, f"{env}: runs not yet solved"), ""]
         answers.append(task_answer(env, t))
     return out + [*footnotes(done), "**Answers.**", "", *[f"- {a}" for a in answers], ""]
