@@ -882,6 +882,9 @@ def test_islands_vs_one_compares_each_shape_per_k_and_answers_per_task(tmp_path)
     assert "## The archipelago against one population" in text and "### LunarLander-v3" in text
     # KM medians: the 3rd of 6 events (S falls to 1/2 there): 1,200, 2,200 and 3,200
     assert re.search(r"\| islands-2 \| 2 \| islands \| 48 \| 6/6 \| 1,200 \[", text), text
+    # episodes per second: the median of each run's total episodes (3,000-3,500) over its
+    # wall time (3 reports 10 s apart): (3,200 + 3,300) / 2 / 30 = 108.3
+    assert re.search(r"\| one-x2 \| 2 \| one \| 96 \|[^\n]*\| 108\.3 \| 205 \|", text), text
     assert re.search(r"\| isolated-2 \| 2 \| isolated \| 48 \| 5/6 \| 2,200 \[", text)
     assert re.search(r"\| one-x2 \| 2 \| one \| 96 \| 6/6 \| 3,200 \[", text)
     assert ("**LunarLander-v3: islands help at k = 2.** k = 2: 2 islands used 0.375x the "

@@ -4,7 +4,9 @@ Per task, one row per arm of ``experiments/islands-vs-one.yaml``: its shape (``i
 islands with migration; ``isolated``: k islands, no migrants; ``one``: one island with
 ``popsize_scale`` k), success rate, the Kaplan-Meier median *training episodes* to solve
 (confirmed solves; unsolved runs censored at the episodes they spent) with its 95% interval,
-and the median seconds where the runs had the machine to themselves. Then, per k, the
+and the median seconds and episodes per second where the runs had the machine to
+themselves (k islands are k processes; one island steps its envs on EnvPool threads beside
+one main thread, so the two shapes need not use the same cores equally). Then, per k, the
 archipelago against the one population: the ratio of medians and whether their intervals
 overlap (the issue's bar: "fewer episodes, intervals that do not overlap"), and a log-rank
 p-value; one sentence per task answers "do islands help here, and by how much".
@@ -52,6 +54,9 @@ def task_rows(runs: pd.DataFrame, arms: dict[str, dict]) -> pd.DataFrame:
                                                          km.no_count),
             "median s to solve": wall_cell(pd.Series(c)) if alone else "— (runs shared "
                                                                        "the machine)",
+            # the system factor: k processes against one island's EnvPool threads
+            "episodes/s": (cell["total_episodes"] / cell["wall_s"]).median() if alone
+            else math.nan,
             "median confirmation": c["confirmation_mean"],
             "_km": km, "_runs": cell})
     return pd.DataFrame(rows).sort_values(
