@@ -2,8 +2,7 @@
 
 By default an immigrant enters the strategy as one sample (pycma's ``inject``; OpenAI-ES and
 ARS re-center only on one that beats everything the island has seen, its best so far, a
-record that lucky samples set high). Islands then run nearly independently, and k islands
-spend k times the evaluations of one to make the same progress.
+record that lucky samples set high), so islands run nearly independently.
 
 With ``adopt``, the best immigrant of a call moves the receiving island's search center
 (:meth:`islands.strategies.base.Strategy.adopt`) when its fitness beats the best of the
