@@ -100,7 +100,7 @@ class CoordinatorCore:
             self._merge_obs(result.obs_delta)
         if (self.spec.migrants > 0 and len(f)
                 and g - self.last_emigration[i] >= self.spec.migration_interval):
-            self._emigrate(i, g, P, f, float(emi.sent_at))
+            self._emigrate(i, g, P, f, float(emi.sent_at), emi.hyperparameters)
         mail = list(self.mailbox[i].values())
         self.mailbox[i] = {}
         self.delivered[i] += sum(len(b) for b in mail)
@@ -118,14 +118,16 @@ class CoordinatorCore:
             if f[j] > self.hof.fitness:
                 self.hof = HallOfFame(float(f[j]), int(i), g, P[j].copy(), obs_stats)
 
-    def _emigrate(self, i: int, g: int, P: np.ndarray, f: np.ndarray, sent_at: float = 0.0
-                  ) -> None:
+    def _emigrate(self, i: int, g: int, P: np.ndarray, f: np.ndarray, sent_at: float = 0.0,
+                  hyperparameters: dict[str, float] | None = None) -> None:
         """Post island ``i``'s best genomes to its targets' mailboxes (newest per source),
-        stamped with when they left the island (migration latency: island/core.py)."""
+        stamped with when they left the island (migration latency: island/core.py) and
+        the settings it ran with (what an adopting island takes: island/spread.py)."""
         self.last_emigration[i] = g
         self.rounds += 1
         order = np.argsort(-f, kind="stable")[: self.spec.migrants]
-        batch = Emigrants(P[order].copy(), f[order].copy(), int(i), g, sent_at)
+        batch = Emigrants(P[order].copy(), f[order].copy(), int(i), g, sent_at,
+                          dict(hyperparameters or {}))
         for dst in self.targets(int(i)):
             self.superseded += int(int(i) in self.mailbox[dst])
             self.mailbox[dst][int(i)] = batch

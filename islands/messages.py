@@ -32,6 +32,9 @@ class Emigrants:
     source: int
     generation: int = 0
     sent_at: float = 0.0  # wall clock (time.time) when the source's call ended; 0: unknown
+    # the source's fixed strategy settings then (Strategy.hyperparameters): what an island
+    # that adopts one of these genomes takes with it under --hp-spread (island/spread.py)
+    hyperparameters: dict[str, float] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(np.size(self.fitness))
@@ -74,6 +77,7 @@ class IslandReport:
     # argmax or tanh head is scale-free), which is how a run slows down unseen
     sigma: float = math.nan
     center_norm: float = math.nan
+    lr: float = math.nan  # the strategy's step size lr now (ARS, OpenAI-ES; --hp-spread)
 
     def row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

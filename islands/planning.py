@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from envs.torch_registry import TORCH_ENVS
 
 from .candidates import CANDIDATE_SETS
@@ -61,6 +62,10 @@ class IslandSpec:
     # where its strategy starts (None: the policy's random init); an elastic run's new
     # islands start at the hall of fame's genome (islands/runtime/elastic.py)
     x0: tuple[float, ...] | None = None
+    # its strategy's fixed settings times these (--hp-spread: islands/island/spread.py)
+    hp_factors: dict[str, float] = field(default_factory=dict)
+    # it takes an adopted migrant's settings, perturbed (--hp-spread with adopt)
+    hp_travel: bool = False
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
@@ -198,7 +203,23 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         adopt=cfg.migrant_rule == "adopt",
         reward_shift=float(cfg.reward_shift or 0.0),
         backend=_backend(cfg, strategy, s),
+        hp_factors=spread_factors(STRATEGIES[strategy].TUNABLE, i, cfg.islands,
+                                  cfg.hp_spread, cfg.seed),
+        hp_travel=cfg.hp_spread != 1.0 and cfg.migrant_rule == "adopt",
     )
+
+
+def spread_factors(names: tuple[str, ...], index: int, n: int, spread: float,
+                   seed: int) -> dict[str, float]:
+    """Island ``index`` of ``n``'s multiplier for each setting in ``names``: ``spread ** u``
+    with ``u`` its place among ``n`` evenly spaced points of [-1, 1], the places shuffled
+    per setting by ``seed`` (every island draws the same shuffles, so the islands cover the
+    points once). One island, or a spread of 1: none."""
+    if n < 2 or spread == 1.0:
+        return {}
+    u = np.linspace(-1.0, 1.0, n)
+    rng = np.random.default_rng([int(seed), 0x5EED])  # the run's draw, not an island's
+    return {k: float(spread ** u[rng.permutation(n)[index % n]]) for k in names}
 
 
 def _backend(cfg: Config, strategy: str, s: dict[str, Any]) -> str | None:

@@ -312,6 +312,27 @@ def test_an_adopting_island_moves_to_a_better_islands_genome(ray_session):
     assert max(moved) <= 200 and r1[-1]["best_so_far"] <= max(r["best_so_far"] for r in r0)
 
 
+def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread(ray_session):
+    # --hp-spread with adopt: island 1 is ARS with a noise too small to tell directions
+    # apart, so alone it never moves; when it adopts island 0's genome it takes island 0's
+    # settings, each times 0.8 or 1.2 (PBT's explore), and learns from there.
+    cfg = cfg_of(islands=2, namespace="t-spread", topology="edges", edges="0>1",
+                 strategy="ars", hp_spread=2.0, migrant_rule="adopt", migrants=1,
+                 migration_interval=2, generations=100_000, time_budget=12.0,
+                 max_episode_steps=200, episodes=2,
+                 island_specs=[{"popsize": 8}, {"popsize": 8, "sigma": 1e-12}])
+    res = run_arch(cfg)
+    r0, r1 = rows_of(res, 0), rows_of(res, 1)
+    assert r0[-1]["adopted"] == 0 and r1[-1]["adopted"] >= 1
+    sender = {(r["sigma"], r["lr"]) for r in r0}
+    assert len(sender) == 1  # island 0 never adopts: its own spread settings throughout
+    (sigma0, lr0), = sender
+    assert r1[0]["sigma"] < 1e-11  # island 1's start, spread too
+    for r in (r for r in r1 if r["adopted"] > 0):
+        assert round(r["sigma"] / sigma0, 6) in (0.8, 1.2)
+        assert round(r["lr"] / lr0, 6) in (0.8, 1.2)
+
+
 def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
     cfg = cfg_of(islands=2, namespace="t-async", strategy="cmaes", migration_interval=1,
                  migrants=1, generations=100000, time_budget=8.0,

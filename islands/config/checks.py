@@ -5,6 +5,7 @@ creates an environment."""
 from __future__ import annotations
 
 import difflib
+import math
 
 from envs import BACKENDS
 from policies import POLICIES, check_options
@@ -82,6 +83,21 @@ def check_strategies(c: Config) -> None:
             close = difflib.get_close_matches(s, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"unknown strategy {s!r}{hint} (choose from {', '.join(known)})")
+    check_spread(c, names)
+
+
+def check_spread(c: Config, names: list[str]) -> None:
+    """--hp-spread is at least 1 and some island's strategy has fixed settings to spread."""
+    if c.hp_spread == 1.0:
+        return
+    if not (math.isfinite(c.hp_spread) and c.hp_spread > 1.0):
+        raise ConfigError(f"--hp-spread must be at least 1 (each setting from 1/F to F times "
+                          f"its value), got {c.hp_spread}")
+    if not any(STRATEGIES[s].TUNABLE for s in names):
+        tunable = ", ".join(k for k, cls in STRATEGIES.items() if cls.TUNABLE)
+        raise ConfigError(f"--hp-spread has nothing to spread: {', '.join(sorted(set(names)))} "
+                          f"adapts its own step size (strategies with fixed settings: "
+                          f"{tunable})")
 
 
 def check_island_specs(c: Config) -> None:

@@ -146,6 +146,12 @@ class Config:
         "so far) or adopt (when the best immigrant beats the island's latest generation's "
         "best, the island moves its search center there: selection among islands; see "
         "islands/island/adopt.py)", choices=("inject", "adopt"))
+    hp_spread: float = _opt(
+        1.0, "spread the strategy's fixed settings (ARS/OpenAI-ES sigma and lr, GA sigma) "
+        "over the islands, log-evenly from 1/F to F times their value; with --migrant-rule "
+        "adopt an island that adopts a genome takes its sender's settings too, perturbed by "
+        "0.8 or 1.2 (population-based training across islands; islands/island/spread.py). "
+        "1: every island the same", "float", metavar="F")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",
         metavar="N")

@@ -11,7 +11,9 @@ generation of a population of the same size, the sender's measured on its own ep
 an island that has fallen behind continues from the leader's best genome with its own step
 size and covariance, and the lead island is left alone. This is the "exploit" step of
 population-based training (M. Jaderberg et al. 2017, arXiv:1711.09846) applied to the
-islands' search points, at the migration interval.
+islands' search points, at the migration interval. Under ``--hp-spread`` the adopting
+island takes the sender's fixed settings too, perturbed: PBT's exploit and explore of the
+strategy's settings (:mod:`islands.island.spread`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ..seeds import strategy_seed
 from .hooks import Hook
+from .spread import adopted_settings
 
 
 class Adoption(Hook):
@@ -37,16 +41,23 @@ class Adoption(Hook):
         f = f[np.isfinite(f)]
         self.reference = float(f.max()) if f.size else -math.inf
 
-    def offer(self, island, P: np.ndarray, f: np.ndarray) -> bool:
+    def offer(self, island, P: np.ndarray, f: np.ndarray,
+              carried: dict[str, float] | None = None) -> bool:
         """Adopt the best of migrants ``P`` (fitness ``f``) if it beats the reference;
         whether it did. The adopted fitness becomes the reference, so a later batch of the
-        same call must beat it."""
+        same call must beat it. ``carried``: the sender's settings, taken perturbed with
+        the genome (``--hp-spread``: islands/island/spread.py); None: the island's own."""
         if not np.isfinite(f).any() or not math.isfinite(self.reference):
             return False
         j = int(np.nanargmax(np.where(np.isfinite(f), f, -np.inf)))
         if not f[j] > self.reference:
             return False
         island.strategy.adopt(P[j], float(f[j]))
+        settings = adopted_settings(island.strategy, carried,
+                                    strategy_seed(island.run_seed, island.index),
+                                    island.counters.adopted)
+        if settings:
+            island.strategy.set_hyperparameters(settings)
         island.counters.adopted += 1
         self.reference = float(f[j])
         return True

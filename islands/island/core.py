@@ -40,6 +40,7 @@ from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
 from .resampling import EpisodeSchedule, ResamplingHook
 from .restarts import Restarter, RestartHook, RestartSettings, Runs
 from .screen import screen
+from .spread import scaled
 
 log = logging.getLogger("islands.island")
 
@@ -65,13 +66,14 @@ class IslandCore:
         seed = strategy_seed(self.run_seed, self.index)
         x0 = (self.evaluator.policy.init_params(np.random.default_rng(seed))
               if spec.x0 is None else np.asarray(spec.x0, dtype=np.float64))
-        make = functools.partial(strategies.make, spec.strategy, self.dim,
+        make = functools.partial(_make_spread, spec.hp_factors, spec.strategy, self.dim,
                                  **self._strategy_options())
         self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
-        self.restarter = Restarter(
+        self.restarter = Restarter(  # its sigma0 unspread: each run's build spreads it
             RestartSettings(spec.restart, spec.restart_patience),
             base_popsize=self.strategy.popsize,
-            sigma0=spec.sigma if spec.sigma is not None else self.strategy.sigma, seed=seed)
+            sigma0=(spec.sigma if spec.sigma is not None
+                    else self.strategy.sigma / spec.hp_factors.get("sigma", 1.0)), seed=seed)
         self.schedule = EpisodeSchedule(spec.episodes, spec.episodes_cap,
                                         spec.restart_patience, spec.probe_interval)
         self.reconstructed = bool(reconstructed)
@@ -168,19 +170,20 @@ class IslandCore:
             if len(f) and self.restarter.isolated(int(self.strategy.generation)):
                 c.held_off += len(f)  # a fresh restart explores on its own first
             elif len(f):
-                n += self._inject(P, f, batch.source)
+                n += self._inject(P, f, batch)
         c.immigrants += n
         return n
 
-    def _inject(self, P: np.ndarray, f: np.ndarray, source) -> int:
-        """Inject the migrants that pass the screen (island.screen), with the fitness it
-        measured; returns how many."""
-        screened = screen(self, P, source)
+    def _inject(self, P: np.ndarray, f: np.ndarray, batch: Emigrants) -> int:
+        """Inject the migrants of ``batch`` that pass the screen (island.screen), with the
+        fitness it measured; returns how many."""
+        screened = screen(self, P, batch.source)
         if screened is not None:
             keep = np.isfinite(screened)
             self.counters.screened_out += int((~keep).sum())
             P, f = P[keep], screened[keep]
-        if len(f) and not (self.adoption and self.adoption.offer(self, P, f)):
+        carried = batch.hyperparameters if self.spec.hp_travel else None
+        if len(f) and not (self.adoption and self.adoption.offer(self, P, f, carried)):
             self.strategy.inject(P, f)
         return len(f)
 
@@ -216,7 +219,8 @@ class IslandCore:
         return EvolveResult(
             report=report, offers=call.offers, obs_delta=self.obs_delta.take(),
             emigrants=Emigrants(call.elite.x, call.elite.f, self.index, report.generation,
-                                sent_at=time.time()),
+                                sent_at=time.time(),
+                                hyperparameters=self.strategy.hyperparameters()),
             obs_stats=None if stats is None else stats.state_dict(),
             migration_latency_s=self._latencies)
 
@@ -269,6 +273,7 @@ class IslandCore:
             # observations behind this island's normalization (its own plus merged ones)
             obs_count=float(stats.count) if stats is not None else 0.0,
             peak_rss_mb=peak_rss_mb(), sigma=float(self.strategy.sigma),
+            lr=float(self.strategy.hyperparameters().get("lr", np.nan)),
             center_norm=float(np.linalg.norm(self.strategy.center)))
 
     # ---- state (for checkpoints) -------------------------------------------------------
@@ -350,3 +355,12 @@ class IslandCore:
         self.evaluator.close()
         if self.reevaluator is not None:
             self.reevaluator.close()
+
+
+def _make_spread(factors: dict[str, float], *args, **kwargs):
+    """``strategies.make(*args, **kwargs)`` with its fixed settings times ``factors``
+    (``--hp-spread``: islands/island/spread.py); every run of a restarting island too."""
+    strategy = strategies.make(*args, **kwargs)
+    if factors:
+        strategy.set_hyperparameters(scaled(strategy.hyperparameters(), factors))
+    return strategy

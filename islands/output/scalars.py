@@ -22,7 +22,8 @@ FLUSH_SECS = 10  # a live ``tensorboard`` sees a run within seconds, not tensorb
 # metrics.parquet columns logged per island, under these tags
 ISLAND_TAGS = {"fitness_max": "fitness/max", "fitness_mean": "fitness/mean",
                "best_so_far": "fitness/best_so_far", "sigma": "search/sigma",
-               "center_norm": "search/center_norm", "episodes_per_eval": "search/episodes_per_eval",
+               "lr": "search/lr", "center_norm": "search/center_norm",
+               "episodes_per_eval": "search/episodes_per_eval",
                "restarts": "search/restarts", "immigrants": "migration/immigrants",
                "evals_per_s": "speed/evals_per_s", "steps_per_s": "speed/env_steps_per_s"}
 

@@ -55,6 +55,7 @@ class ARS(OpenAIES):
 
     name = "ars"
     OPTIONS: dict = ARS_DEFAULTS
+    TUNABLE = ("sigma", "lr")  # nu and alpha: the paper tunes both per task (its Table 9)
 
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         Strategy.__init__(self, dim, popsize, sigma, seed, x0)
@@ -70,6 +71,9 @@ class ARS(OpenAIES):
 
     def _recenter(self, x: np.ndarray) -> None:
         self.theta = np.array(x, dtype=np.float64)
+
+    # no Adam here: the step size is hp["lr"] alone
+    _set_hyperparameter = Strategy._set_hyperparameter
 
     def _tell(self, X, f: np.ndarray) -> None:
         if self._stale:  # asked around a theta a migrant has replaced since: dropped

@@ -16,6 +16,7 @@ those) so that checkpoints load without unpickling (``np.savez`` + JSON).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -96,6 +97,10 @@ class Strategy(ABC):
     # ---- public contract -------------------------------------------------------------
     popsize: int
     sigma: float  # the step size now (CMA-ES adapts it; the others keep their initial one)
+    # the fixed settings the strategy runs with, by name ("sigma" or a key of ``self.hp``):
+    # what --hp-spread spreads over the islands and an adopted migrant carries
+    # (islands/island/spread.py); none where the strategy adapts its own (CMA-ES)
+    TUNABLE: tuple[str, ...] = ()
 
     def ask(self) -> np.ndarray:
         """Sample the next population, shape ``(popsize, dim)``, float64."""
@@ -165,6 +170,32 @@ class Strategy(ABC):
 
     def _adopt(self, x: np.ndarray, fitness: float) -> None:
         self._inject(x[None, :], np.array([fitness]))
+
+    def hyperparameters(self) -> dict[str, float]:
+        """The :attr:`TUNABLE` settings as they are now, by name."""
+        return {k: float(self.sigma if k == "sigma" else self.hp[k]) for k in self.TUNABLE}
+
+    def set_hyperparameters(self, values: dict[str, float]) -> None:
+        """Run on with these :attr:`TUNABLE` settings (a subset; each positive and finite).
+        Between generations only: a generation asked with one step size and told with
+        another would scale its step wrongly."""
+        unknown = sorted(set(values) - set(self.TUNABLE))
+        if unknown:
+            raise ValueError(f"{self.name} has no tunable setting {unknown[0]!r}; "
+                             f"tunable: {list(self.TUNABLE)}")
+        bad = [k for k, v in values.items() if not (math.isfinite(float(v)) and v > 0)]
+        if bad:
+            raise ValueError(f"{bad[0]} must be positive and finite, got {values[bad[0]]}")
+        if self._asked is not None:
+            raise RuntimeError("hyperparameters change between generations, not after ask()")
+        for k, v in values.items():
+            self._set_hyperparameter(k, float(v))
+
+    def _set_hyperparameter(self, name: str, value: float) -> None:
+        if name == "sigma":
+            self.sigma = value
+        else:
+            self.hp[name] = value
 
     @property
     def best(self) -> tuple[np.ndarray | None, float]:

@@ -55,6 +55,7 @@ class GA(Strategy):
     """Such et al. (2017) deep GA. Options: ``truncation`` (number of parents T)."""
 
     name = "ga"
+    TUNABLE = ("sigma",)  # the mutation strength, fixed for the run
 
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         super().__init__(dim, popsize, sigma, seed, x0)

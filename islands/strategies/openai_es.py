@@ -85,6 +85,7 @@ class OpenAIES(Strategy):
 
     name = "openai-es"
     OPTIONS: dict = DEFAULTS  # the option names accepted (a variant adds its own)
+    TUNABLE = ("sigma", "lr")
 
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         super().__init__(dim, popsize, sigma, seed, x0)
@@ -94,6 +95,11 @@ class OpenAIES(Strategy):
         self._rng = np.random.default_rng(self.seed)
         self._stale = False  # outstanding generation asked around a theta we have left
         self._recenter(check_x0(x0, self.dim))
+
+    def _set_hyperparameter(self, name: str, value: float) -> None:
+        super()._set_hyperparameter(name, value)
+        if name == "lr":
+            self.adam.lr = value  # Adam holds the step size it ascends with
 
     def _setup(self, options: dict) -> None:
         """A variant's own options, read after the shared ones and before theta exists."""
