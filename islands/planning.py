@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from envs.torch_registry import TORCH_ENVS
 
 from .candidates import CANDIDATE_SETS

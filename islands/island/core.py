@@ -40,7 +40,7 @@ from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
 from .resampling import EpisodeSchedule, ResamplingHook
 from .restarts import Restarter, RestartHook, RestartSettings, Runs
 from .screen import screen
-from .spread import scaled
+from .spread import make_spread
 
 log = logging.getLogger("islands.island")
 
@@ -66,7 +66,7 @@ class IslandCore:
         seed = strategy_seed(self.run_seed, self.index)
         x0 = (self.evaluator.policy.init_params(np.random.default_rng(seed))
               if spec.x0 is None else np.asarray(spec.x0, dtype=np.float64))
-        make = functools.partial(_make_spread, spec.hp_factors, spec.strategy, self.dim,
+        make = functools.partial(make_spread, spec.hp_factors, spec.strategy, self.dim,
                                  **self._strategy_options())
         self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
         self.restarter = Restarter(  # its sigma0 unspread: each run's build spreads it
@@ -356,11 +356,3 @@ class IslandCore:
         if self.reevaluator is not None:
             self.reevaluator.close()
 
-
-def _make_spread(factors: dict[str, float], *args, **kwargs):
-    """``strategies.make(*args, **kwargs)`` with its fixed settings times ``factors``
-    (``--hp-spread``: islands/island/spread.py); every run of a restarting island too."""
-    strategy = strategies.make(*args, **kwargs)
-    if factors:
-        strategy.set_hyperparameters(scaled(strategy.hyperparameters(), factors))
-    return strategy

@@ -22,7 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from .. import strategies
+
 PERTURB = (0.8, 1.2)  # PBT's explore factors (Jaderberg et al. 2017, section 3)
+
+
+def make_spread(factors: dict[str, float], *args, **kwargs):
+    """``strategies.make(*args, **kwargs)`` with its fixed settings times ``factors`` (the
+    island's ``IslandSpec.hp_factors``); every run of a restarting island is built so."""
+    strategy = strategies.make(*args, **kwargs)
+    if factors:
+        strategy.set_hyperparameters(scaled(strategy.hyperparameters(), factors))
+    return strategy
 
 
 def scaled(values: dict[str, float], factors: dict[str, float]) -> dict[str, float]:
