@@ -892,3 +892,23 @@ def test_islands_vs_one_compares_each_shape_per_k_and_answers_per_task(tmp_path)
     assert "migration: 0.545x the isolated islands' episodes" in text
     assert "figures/km_episodes_LunarLander-v3.png" in text
     assert (exp / "figures" / "km_episodes_LunarLander-v3.png").stat().st_size > 0
+
+
+def test_islands_vs_one_says_when_only_the_log_rank_test_separates_the_shapes():
+    from islands.experiment import stats
+    from islands.experiment.shape_report import task_answer
+
+    def arm(shape, spent, solved):
+        runs = pd.DataFrame({"episodes_used": spent, "solved": solved})
+        return {"k": 4, "shape": shape, "_runs": runs,
+                "_km": stats.kaplan_meier(runs["episodes_used"], runs["solved"])}
+
+    islands = arm("islands", list(range(1000, 2000, 100)), [True] * 10)
+    one = arm("one", [1300, 1500, 1700, 1900, 2100, 2300, 2500, 3000, 3000, 3000],
+              [True] * 7 + [False] * 3)  # intervals [1,000, 1,700] and [1,300, not reached]
+    assert task_answer("X", pd.DataFrame([islands, one])) == (
+        "**X: islands ahead at k = 4 by the log-rank test; the medians' intervals overlap.** "
+        "k = 4: 4 islands used 0.667x the episodes of one population (fewer; intervals "
+        "overlap, log-rank p = 0.0016).")
+    same = arm("one", list(range(1000, 2000, 100)), [True] * 10)
+    assert "no difference shown" in task_answer("X", pd.DataFrame([islands, same]))

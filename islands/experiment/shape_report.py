@@ -85,28 +85,43 @@ def _verdict(c: dict[str, Any], a: str, b: str) -> str:
 
 
 def task_answer(env: str, t: pd.DataFrame) -> str:
-    """One sentence for one task: per k, islands with migration against one population."""
-    parts, wins, losses = [], [], []
+    """One sentence for one task: per k, islands with migration against one population.
+    A difference is shown where the medians' intervals are apart; where they overlap but
+    the log-rank test (every run's time, not just the medians) gives p < 0.05 the sentence
+    says so, as weaker evidence."""
+    parts: list[str] = []
+    found: dict[str, list] = {"help": [], "cost": [], "ahead": [], "behind": []}
     for k, cell in t.groupby("k", sort=True):
         by = {r["shape"]: r for _, r in cell.iterrows()}
         if "islands" not in by or "one" not in by:
             continue
         c = compare(by["islands"], by["one"])
         parts.append(f"k = {k}: " + _verdict(c, f"{k} islands", "one population"))
+        fewer = c["ratio"] < 1
         if c["apart"]:
-            (wins if c["ratio"] < 1 else losses).append(k)
+            found["help" if fewer else "cost"].append(k)
+        elif c["p"] < 0.05:
+            found["ahead" if fewer else "behind"].append(k)
         if "isolated" in by:
             m = compare(by["islands"], by["isolated"])
             parts[-1] += f"; migration: {fmt(m['ratio'], 3)}x the isolated islands' episodes"
     if not parts:
         return f"**{env}.** Not enough arms yet to compare."
-    if wins:
-        head = f"islands help at k = {', '.join(map(str, wins))}"
-    elif losses:
-        head = f"islands cost episodes at k = {', '.join(map(str, losses))}"
-    else:
-        head = "no difference shown between islands and one population"
-    return f"**{env}: {head}.** " + "; ".join(parts) + "."
+    return f"**{env}: {_headline(found)}.** " + "; ".join(parts) + "."
+
+
+def _headline(found: dict[str, list]) -> str:
+    ks = {how: ", ".join(map(str, k)) for how, k in found.items()}
+    if found["help"]:
+        return f"islands help at k = {ks['help']}"
+    if found["cost"]:
+        return f"islands cost episodes at k = {ks['cost']}"
+    weak = "by the log-rank test; the medians' intervals overlap"
+    if found["ahead"]:
+        return f"islands ahead at k = {ks['ahead']} {weak}"
+    if found["behind"]:
+        return f"islands behind at k = {ks['behind']} {weak}"
+    return "no difference shown between islands and one population"
 
 
 def islands_vs_one_report(ctx: Context) -> list[str]:
