@@ -162,3 +162,19 @@ def test_the_settings_leave_with_the_emigrants_and_survive_the_coordinators_stat
     (batch,) = reply.immigrants
     assert batch.source == 0 and batch.hyperparameters == a.strategy.hyperparameters()
     assert all(math.isfinite(v) for v in batch.hyperparameters.values())
+
+
+def test_fitness_png_shows_the_settings_panel_only_where_they_differ(tmp_path):
+    from PIL import Image
+
+    from islands.output.rundir import plot_fitness
+
+    def rows(lr1):
+        return [{"island": i, "strategy": "ars", "wall_s": float(t), "fitness_mean": t,
+                 "sigma": 0.02, "lr": lr}
+                for t in range(3) for i, lr in ((0, 0.01), (1, lr1))]
+
+    plot_fitness(rows(0.02), str(tmp_path / "spread.png"))
+    plot_fitness(rows(0.01), str(tmp_path / "same.png"))
+    assert Image.open(tmp_path / "spread.png").size == (800, 750)  # fitness over settings
+    assert Image.open(tmp_path / "same.png").size == (800, 450)  # fitness alone

@@ -9,7 +9,8 @@ summary.json       ``SUMMARY_KEYS`` and more (stop reason, tests run, coordinato
 solution.npz       the best genome: params, policy spec, observation statistics, env
                    (:mod:`islands.persistence.plainstate`, loads with ``allow_pickle=False``)
 solution.json      the same without the parameters, for people
-fitness.png        best-so-far fitness per island and overall vs wall-clock time
+fitness.png        each island's population mean fitness and every test vs wall-clock time;
+                   below it each island's sigma and lr where they differ (--hp-spread)
 checkpoints/       island-NN.npz and coordinator.npz (persistence.storage; --checkpoint-uri
                    moves them elsewhere); ``--resume DIR`` continues from them
 =================  ==========================================================================
@@ -144,15 +145,21 @@ def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "",
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     by_island: dict[int, list[dict[str, Any]]] = {}
     for r in sorted(rows, key=lambda r: r["wall_s"]):
         by_island.setdefault(int(r["island"]), []).append(r)
+    spread = _settings_vary(rows)
+    fig, axes = plt.subplots(2 if spread else 1, 1, figsize=(8, 7.5 if spread else 4.5),
+                             dpi=100, sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2]} if spread else None)
+    ax = axes[0, 0]
+    if spread:
+        _plot_settings(axes[1, 0], by_island)
     for i, rs in sorted(by_island.items()):
         ax.plot([r["wall_s"] for r in rs], [r.get("fitness_mean", np.nan) for r in rs],
                 lw=1, alpha=0.8, label=f"island {i} ({rs[0]['strategy']}): population mean")
     _plot_tests(ax, tests or [], target)
-    ax.set_xlabel("wall-clock time (s)")
+    axes[-1, 0].set_xlabel("wall-clock time (s)")
     ax.set_ylabel("return")
     ax.set_title(title or "fitness")
     ax.grid(alpha=0.3)
@@ -161,6 +168,28 @@ def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "",
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _settings_vary(rows: list[dict[str, Any]]) -> bool:
+    """Whether the islands ran with different fixed settings, or changed them
+    (``--hp-spread``): the learning rates reported are not all one value."""
+    lrs = {r.get("lr") for r in rows if np.isfinite(r.get("lr", np.nan))}
+    return len(lrs) > 1
+
+
+def _plot_settings(ax, by_island: dict[int, list[dict[str, Any]]]) -> None:
+    """Each island's ``lr`` (solid) and ``sigma`` (dashed) over time, log scale: which
+    settings the islands ran with and where an adopting island took another's."""
+    for i, rs in sorted(by_island.items()):
+        t = [r["wall_s"] for r in rs]
+        line, = ax.plot(t, [r.get("lr", np.nan) for r in rs], lw=1.2, label=f"island {i} lr")
+        ax.plot(t, [r.get("sigma", np.nan) for r in rs], lw=1, ls="--", color=line.get_color(),
+                label=f"island {i} sigma")
+    ax.set_yscale("log")
+    ax.set_ylabel("setting (log)")
+    ax.grid(alpha=0.3, which="both")
+    if len(by_island) <= 8:
+        ax.legend(fontsize=7, loc="upper right", ncol=2)
 
 
 def _plot_tests(ax, tests: list[dict[str, Any]], target: float | None) -> None:
