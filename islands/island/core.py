@@ -355,4 +355,3 @@ class IslandCore:
         self.evaluator.close()
         if self.reevaluator is not None:
             self.reevaluator.close()
-
