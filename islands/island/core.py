@@ -8,8 +8,9 @@ candidate offers. Everything else attaches as hooks (:mod:`islands.island.hooks`
 this order: a debug exit, the episode schedule and its ranking probes
 (:mod:`~islands.island.resampling`), restarts (:mod:`~islands.island.restarts`), a debug
 slowdown, candidate confirmation (:mod:`~islands.island.confirm`). Its counts are one
-:class:`~islands.island.counters.Counters` (report row, checkpoint, info). The Ray actor
-around it (``islands.runtime.actors``) only sizes threads and picks the device.
+:class:`~islands.island.counters.Counters` (report row, checkpoint, info); its state and
+checkpoints: :mod:`~islands.island.checkpoints`. The Ray actor around it
+(``islands.runtime.actors``) only sizes threads and picks the device.
 
 Immigrant batches whose width is not this island's dimension are rejected, logged and
 counted; the island carries on. Seeds: :mod:`islands.seeds`. A restart starts a new strategy
@@ -29,11 +30,12 @@ import numpy as np
 
 from .. import strategies
 from ..messages import Emigrants, EvolveResult, IslandInfo, IslandReport
-from ..persistence.checkpointing import CheckpointClock, CheckpointSpec
+from ..persistence.checkpointing import CheckpointSpec
 from ..planning import IslandSpec
 from ..seeds import strategy_seed, train_seed
 from ..strategies.noise_table import resolve_device
 from .adopt import Adoption
+from .checkpoints import Checkpointing
 from .confirm import Confirmation, Reevaluator
 from .counters import Counters, ObsDelta, peak_rss_mb
 from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
@@ -45,7 +47,7 @@ from .spread import make_spread
 log = logging.getLogger("islands.island")
 
 
-class IslandCore:
+class IslandCore(Checkpointing):
     """Owns one strategy and one evaluator; see the module docstring."""
 
     def __init__(self, spec: IslandSpec, eval_spec, *, run_seed: int = 0,
@@ -106,18 +108,6 @@ class IslandCore:
         if self.adoption is not None:
             hooks.append(self.adoption)
         return hooks + [Confirmation(spec.confirm_episodes, spec.candidate_kinds)]
-
-    def _init_checkpoints(self, ck: CheckpointSpec | None) -> None:
-        self.storage = None
-        if ck is not None:
-            from ..persistence.storage import Storage
-
-            self.storage = Storage(ck.uri)
-            if ck.load or self.reconstructed:
-                self.restore()
-        self.clock = CheckpointClock(0 if ck is None else ck.interval,
-                                     0.0 if ck is None else ck.seconds,
-                                     self.generation)
 
     # ---- the strategy and its runs ---------------------------------------------------------
     @property
@@ -275,72 +265,6 @@ class IslandCore:
             peak_rss_mb=peak_rss_mb(), sigma=float(self.strategy.sigma),
             lr=float(self.strategy.hyperparameters().get("lr", np.nan)),
             center_norm=float(np.linalg.norm(self.strategy.center)))
-
-    # ---- state (for checkpoints) -------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
-        """Plain-data state: the strategy's state dict and its runs (how it was built, the
-        runs before it), observation statistics, counters and the hooks' states."""
-        from ..persistence.storage import CHECKPOINT_FORMAT
-
-        stats = self.evaluator.obs_stats
-        return {
-            "format": CHECKPOINT_FORMAT, "kind": "island", "dim": self.dim,
-            "index": self.index, "strategy": self.strategy.state_dict(),
-            "obs_stats": None if stats is None else stats.state_dict(),
-            "obs_delta": self.obs_delta.state_dict(), "counters": self.counters.state_dict(),
-            **self.runs.state_dict(),
-            **{h.state_key: h.state_dict() for h in self.hooks if h.state_key},
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if state.get("index", self.index) != self.index or "strategy" not in state:
-            raise ValueError(f"the state is not island {self.index}'s")
-        self.runs.load_state_dict(state)
-        for hook in self.hooks:
-            if hook.state_key:
-                hook.load_state(self, state.get(hook.state_key))
-        self.strategy.load_state_dict(state["strategy"])
-        if state.get("obs_stats") is not None:
-            self.set_obs_stats(state["obs_stats"])
-        self.obs_delta.load_state_dict(state.get("obs_delta"))
-        self.counters = Counters.from_state_dict(state["counters"])
-
-    def checkpoint(self, restart_episodes: bool = False) -> int:
-        """Write the state now; returns the generation written (-1: no storage). With
-        ``restart_episodes`` the evaluator's episode streams restart here (see
-        ``maybe_checkpoint``)."""
-        if self.storage is None:
-            return -1
-        from ..persistence.storage import island_file
-
-        self.storage.save(island_file(self.index), self.get_state())
-        if restart_episodes:
-            self.evaluator.restart_episodes()
-        self.clock.mark(self.generation)
-        return self.clock.count
-
-    def maybe_checkpoint(self) -> None:
-        due = None if self.storage is None else self.clock.due(self.generation)
-        if due is not None:
-            # A resumed island builds its evaluator afresh; at a checkpoint that falls on a
-            # generation this one restarts its episode streams too, so both see the same
-            # episodes from here on (EnvPool episodes otherwise depend on every call since
-            # the pool was built). Not at wall-clock checkpoints: resuming from those is not
-            # exact anyway, and an Atari pool takes seconds to rebuild.
-            self.checkpoint(restart_episodes=due == "count")
-
-    def restore(self) -> bool:
-        """Load this island's last checkpoint, if there is one (ValueError naming the file
-        when it is corrupt or belongs to another island / strategy / dimension)."""
-        from ..persistence.storage import island_file
-
-        if not self.storage.restore(island_file(self.index), self.set_state,
-                                    f"island {self.index}"):
-            return False
-        self.restored_generation = self.generation
-        log.warning("island %d: restored from its checkpoint at generation %d", self.index,
-                    self.restored_generation)
-        return True
 
     def info(self) -> IslandInfo:
         return IslandInfo(
