@@ -474,3 +474,19 @@ def test_adam_one_helper_for_numpy_and_torch():
     c = Adam(torch.zeros(DIM, dtype=torch.float64), 1.0, 0.0, 0.0, 1.0)
     c.load_state_dict(plainstate.from_bytes(plainstate.to_bytes(b.state_dict())))
     assert torch.equal(c.m, b.m) and torch.equal(c.v, b.v) and c.t == 5
+
+
+def test_ars_and_openai_es_share_one_mirrored_sampler():
+    """Same seed, sigma and center: the same mirrored population; ARS keeps no Adam."""
+    from islands.strategies.mirrored import MirroredES
+
+    x0 = np.linspace(-1, 1, 7)
+    ars = make("ars", 7, popsize=8, sigma=0.1, seed=3, x0=x0)
+    es = make("openai-es", 7, popsize=8, sigma=0.1, seed=3, x0=x0)
+    X = ars.ask()
+    assert isinstance(ars, MirroredES) and isinstance(es, MirroredES)
+    np.testing.assert_array_equal(X, es.ask())
+    np.testing.assert_allclose(X[:4] + X[4:], 2 * np.tile(x0, (4, 1)))
+    assert not hasattr(ars, "adam") and hasattr(es, "adam")
+    with pytest.raises(ValueError, match="ars needs an even popsize"):
+        make("ars", 7, popsize=7)

@@ -39,46 +39,40 @@ from typing import Any
 
 import numpy as np
 
-from .base import Strategy, check_options, check_x0, rng_state, set_rng_state
-from .openai_es import OpenAIES
+from .mirrored import MirroredES
 
 ARS_DEFAULTS: dict[str, Any] = {"lr": 0.02, "top": None}
 DEFAULT_SIGMA = 0.03
 DEFAULT_POPSIZE = 16
 
 
-class ARS(OpenAIES):
+class ARS(MirroredES):
     """ARS V2-t. Options: ``lr`` (alpha), ``top`` (b, at most popsize / 2).
 
-    Shares OpenAI-ES's mirrored sampling and migrant rule; replaces its update (and so
-    keeps no Adam moments)."""
+    Mirrored sampling and the migrant rule come from
+    :class:`~islands.strategies.mirrored.MirroredES`; the update is here (no Adam)."""
 
     name = "ars"
     OPTIONS: dict = ARS_DEFAULTS
     TUNABLE = ("sigma", "lr")  # nu and alpha: the paper tunes both per task (its Table 9)
+    DEFAULT_POPSIZE, DEFAULT_SIGMA = DEFAULT_POPSIZE, DEFAULT_SIGMA
 
-    def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
-        Strategy.__init__(self, dim, popsize, sigma, seed, x0)
-        check_options(self.name, options, self.OPTIONS)
-        self.popsize = DEFAULT_POPSIZE if popsize is None else int(popsize)
-        if self.popsize % 2:
-            raise ValueError(f"ars needs an even popsize (mirrored pairs), got {self.popsize}")
-        self.sigma = DEFAULT_SIGMA if sigma is None else float(sigma)
-        self.hp = _settings(options, self.popsize // 2)
-        self._rng = np.random.default_rng(self.seed)
-        self._stale = False
-        self._recenter(check_x0(x0, self.dim))
+    def _settings(self, options: dict) -> dict[str, Any]:
+        """Validated ``{"lr", "top"}``: ``top`` defaults to every direction."""
+        directions = self.popsize // 2
+        lr = float(options.get("lr", ARS_DEFAULTS["lr"]))
+        top = options.get("top")
+        top = directions if top is None else int(top)
+        if not lr > 0:
+            raise ValueError(f"ars needs lr > 0, got {lr}")
+        if not 1 <= top <= directions:
+            raise ValueError(f"ars needs 1 <= top <= popsize / 2 = {directions}, got {top}")
+        return {"lr": lr, "top": top}
 
-    def _recenter(self, x: np.ndarray) -> None:
-        self.theta = np.array(x, dtype=np.float64)
+    def _loaded_settings(self, hp: dict) -> dict[str, Any]:
+        return {"lr": float(hp["lr"]), "top": int(hp["top"])}
 
-    # no Adam here: the step size is hp["lr"] alone
-    _set_hyperparameter = Strategy._set_hyperparameter
-
-    def _tell(self, X, f: np.ndarray) -> None:
-        if self._stale:  # asked around a theta a migrant has replaced since: dropped
-            self._stale = False
-            return
+    def _step(self, X, f: np.ndarray) -> None:
         h = self.popsize // 2
         plus, minus = f[:h], f[h:]
         # a broken return (NaN, inf) is ranked "worst - 1" by the base class, a value that
@@ -94,26 +88,3 @@ class ARS(OpenAIES):
         delta = (X[keep] - self.theta) / self.sigma
         self.theta = self.theta + self.hp["lr"] / (b * spread) * (
             (plus[keep] - minus[keep]) @ delta)
-
-    def _state(self) -> dict[str, Any]:
-        return {"popsize": self.popsize, "sigma": self.sigma, "hp": dict(self.hp),
-                "theta": self.center, "stale": self._stale, "rng": rng_state(self._rng)}
-
-    def _load_state(self, d: dict[str, Any]) -> None:
-        self.popsize, self.sigma = int(d["popsize"]), float(d["sigma"])
-        self.hp = {"lr": float(d["hp"]["lr"]), "top": int(d["hp"]["top"])}
-        self._recenter(np.asarray(d["theta"], dtype=np.float64))
-        self._stale = bool(d["stale"])
-        set_rng_state(self._rng, d["rng"])
-
-
-def _settings(options: dict, directions: int) -> dict[str, Any]:
-    """Validated ``{"lr", "top"}``: ``top`` defaults to every direction."""
-    lr = float(options.get("lr", ARS_DEFAULTS["lr"]))
-    top = options.get("top")
-    top = directions if top is None else int(top)
-    if not lr > 0:
-        raise ValueError(f"ars needs lr > 0, got {lr}")
-    if not 1 <= top <= directions:
-        raise ValueError(f"ars needs 1 <= top <= popsize / 2 = {directions}, got {top}")
-    return {"lr": lr, "top": top}

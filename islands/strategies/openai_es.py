@@ -30,7 +30,8 @@ popsize     64       even (mirrored pairs). The paper evaluates thousands of per
                      and 8-16 islands give the paper's order of magnitude
 ==========  =======  ==================================================================
 
-Migrants: one that beats the best-so-far re-centers the search (:meth:`OpenAIES._inject`).
+Migrants: one that beats the best-so-far re-centers the search and resets Adam
+(:meth:`~islands.strategies.mirrored.MirroredES._inject`).
 :class:`OpenAIES` runs on numpy; ``openai-es-nt`` (:mod:`islands.strategies.openai_es_nt`)
 subclasses it and changes only where the noise comes from and where the arithmetic runs.
 """
@@ -42,13 +43,7 @@ from typing import Any
 import numpy as np
 
 from .adam import Adam
-from .base import (
-    Strategy,
-    check_options,
-    check_x0,
-    rng_state,
-    set_rng_state,
-)
+from .mirrored import MirroredES
 
 DEFAULTS = {"lr": 0.01, "l2": 0.005, "b1": 0.9, "b2": 0.999, "adam_eps": 1e-8}
 DEFAULT_SIGMA = 0.02
@@ -62,55 +57,37 @@ def centered_ranks(f: np.ndarray) -> np.ndarray:
     return ranks / (len(f) - 1) - 0.5
 
 
-def es_settings(name: str, popsize, sigma, options: dict) -> tuple[int, float, dict]:
-    """Validated (popsize, sigma, hyperparameters) of an OpenAI-ES variant."""
-    popsize = DEFAULT_POPSIZE if popsize is None else int(popsize)
-    if popsize % 2:
-        raise ValueError(f"{name} needs an even popsize (mirrored pairs), got {popsize}")
-    sigma = DEFAULT_SIGMA if sigma is None else float(sigma)
-    hp = {k: float(options.get(k, v)) for k, v in DEFAULTS.items()}
-    if not hp["lr"] > 0 or not hp["l2"] >= 0 or not hp["adam_eps"] > 0:
-        raise ValueError(f"{name} needs lr > 0, l2 >= 0, adam_eps > 0, got {hp}")
-    if not (0 <= hp["b1"] < 1 and 0 <= hp["b2"] < 1):
-        raise ValueError(f"{name} needs 0 <= b1, b2 < 1, got {hp}")
-    return popsize, sigma, hp
-
-
-class OpenAIES(Strategy):
+class OpenAIES(MirroredES):
     """Salimans et al. (2017) ES. Options: ``lr``, ``l2``, ``b1``, ``b2``, ``adam_eps``.
 
-    The update, the migrant rule and the state are written once, here; a variant changes
-    the noise and the array type through ``_setup``, ``_vector``, ``_ask`` /
-    ``_population`` and ``_gradient`` (openai-es-nt: a noise table on a torch device)."""
+    Mirrored sampling, the migrant rule and the shared state come from
+    :class:`~islands.strategies.mirrored.MirroredES`; the update and Adam are here. A
+    variant changes the noise and the array type through ``_setup``, ``_vector``, ``_ask``
+    / ``_population`` and ``_gradient`` (openai-es-nt: a noise table on a torch device)."""
 
     name = "openai-es"
     OPTIONS: dict = DEFAULTS  # the option names accepted (a variant adds its own)
     TUNABLE = ("sigma", "lr")
+    DEFAULT_POPSIZE, DEFAULT_SIGMA = DEFAULT_POPSIZE, DEFAULT_SIGMA
 
-    def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
-        super().__init__(dim, popsize, sigma, seed, x0)
-        check_options(self.name, options, self.OPTIONS)
-        self.popsize, self.sigma, self.hp = es_settings(self.name, popsize, sigma, options)
-        self._setup(options)
-        self._rng = np.random.default_rng(self.seed)
-        self._stale = False  # outstanding generation asked around a theta we have left
-        self._recenter(check_x0(x0, self.dim))
+    def _settings(self, options: dict) -> dict[str, Any]:
+        hp = {k: float(options.get(k, v)) for k, v in DEFAULTS.items()}
+        if not hp["lr"] > 0 or not hp["l2"] >= 0 or not hp["adam_eps"] > 0:
+            raise ValueError(f"{self.name} needs lr > 0, l2 >= 0, adam_eps > 0, got {hp}")
+        if not (0 <= hp["b1"] < 1 and 0 <= hp["b2"] < 1):
+            raise ValueError(f"{self.name} needs 0 <= b1, b2 < 1, got {hp}")
+        return hp
 
     def _set_hyperparameter(self, name: str, value: float) -> None:
         super()._set_hyperparameter(name, value)
         if name == "lr":
             self.adam.lr = value  # Adam holds the step size it ascends with
 
-    def _setup(self, options: dict) -> None:
-        """A variant's own options, read after the shared ones and before theta exists."""
-
-    def _vector(self, x: np.ndarray):
-        """``x`` (float64 numpy) as a new array of the type ``theta`` is kept in."""
-        return np.array(x, dtype=np.float64)
-
     def _recenter(self, x: np.ndarray) -> None:
-        """``theta = x`` with fresh Adam moments: at the start, for a migrant, on load."""
-        self.theta = self._vector(x)
+        """``theta = x`` with fresh Adam moments: at the start, for a migrant (the moments
+        were estimated around the old ``theta`` and point the wrong way from the new one),
+        on load."""
+        super()._recenter(x)
         hp = self.hp
         self.adam = Adam(self.theta, hp["lr"], hp["b1"], hp["b2"], hp["adam_eps"])
 
@@ -129,26 +106,7 @@ class OpenAIES(Strategy):
         """Adam steps since the last re-centering."""
         return self.adam.t
 
-    @property
-    def center(self) -> np.ndarray:
-        return np.array(self._to_host(self.theta))
-
-    def _ask(self) -> np.ndarray:
-        self._stale = False
-        # rows j and j + n/2 are the mirrored pair theta +- sigma eps_j (built in place: at
-        # 1M parameters a population is 512 MB, so no temporaries of that size)
-        h = self.popsize // 2
-        X = np.empty((self.popsize, self.dim))
-        step = self._rng.standard_normal(out=X[:h])
-        step *= self.sigma
-        np.subtract(self.theta, step, out=X[h:])
-        step += self.theta
-        return X
-
-    def _tell(self, X, f: np.ndarray) -> None:
-        if self._stale:  # asked around a theta a migrant has replaced since: dropped
-            self._stale = False
-            return
+    def _step(self, X, f: np.ndarray) -> None:
         g = self._gradient(X, centered_ranks(f))
         self.theta = self.adam.ascend(self.theta, g, self.hp["l2"])
 
@@ -166,42 +124,9 @@ class OpenAIES(Strategy):
         eps = (X[:h] - self.theta) / self.sigma
         return (u[:h] - u[h:]) @ eps / self.popsize
 
-    def _inject(self, S: np.ndarray, f: np.ndarray) -> None:
-        """The migrant rule (both variants).
-
-        A migrant whose fitness beats this island's best-so-far (as it stood before the
-        migrant arrived: the base class calls this hook first) re-centers the distribution
-        there (``theta = migrant``) and resets Adam (``m = v = 0, t = 0``): the moments were
-        estimated around the old ``theta`` and point the wrong way from the new one. Other
-        migrants are ignored: a single point carries no gradient information for a
-        fixed-sigma ES. If a generation is outstanding (asked, not yet told) when the
-        distribution is re-centered, its fitness still counts for the best-so-far but its
-        gradient, estimated around the old ``theta``, is dropped."""
-        i = int(np.argmax(f))
-        if f[i] > self._best_f:
-            self._recenter(S[i])
-            self._stale = self._asked is not None
-
-    def _adopt(self, x: np.ndarray, fitness: float) -> None:
-        self._recenter(x)  # fresh Adam moments, as for a migrant that beats the best so far
-        self._stale = self._asked is not None
-
     def _state(self) -> dict[str, Any]:
-        return {
-            "popsize": self.popsize,
-            "sigma": self.sigma,
-            "hp": dict(self.hp),
-            "theta": self.center,
-            **self.adam.state_dict(),  # "m", "v", "t"
-            "stale": self._stale,
-            "rng": rng_state(self._rng),
-        }
+        return {**super()._state(), **self.adam.state_dict()}  # + "m", "v", "t"
 
     def _load_state(self, d: dict[str, Any]) -> None:
-        self.popsize = int(d["popsize"])
-        self.sigma = float(d["sigma"])
-        self.hp = {k: float(v) for k, v in d["hp"].items()}
-        self._recenter(np.asarray(d["theta"], dtype=np.float64))
+        super()._load_state(d)  # a fresh Adam at the stored theta, then its moments
         self.adam.load_state_dict(d)
-        self._stale = bool(d["stale"])
-        set_rng_state(self._rng, d["rng"])
