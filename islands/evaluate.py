@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gif", metavar="FILE", default=None,
                    help="also render one episode to this animated GIF")
     args = p.parse_args(argv)
-    from .output.rundir import load_solution
+    from .persistence.solution import load_solution
 
     try:
         if args.episodes < 1:

@@ -15,7 +15,8 @@ from PIL import Image
 from islands import launch
 from islands.config import FIELDS, build_parser, parse_args, resolve
 from islands.envdefaults import env_defaults
-from islands.output.rundir import METRIC_COLUMNS, SUMMARY_KEYS, load_solution
+from islands.output.rundir import METRIC_COLUMNS, SUMMARY_KEYS
+from islands.persistence.solution import load_solution
 
 
 def test_help_documents_every_flag():

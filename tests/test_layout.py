@@ -77,6 +77,85 @@ def test_no_import_cycles():
             visit(n, [])
 
 
+# The packages in layers, lowest first: a package imports only from its own layer and the
+# layers below it, so no loop between packages can form (docs/DEVELOPING.md, "Layers").
+LAYERS = (
+    # formats and algorithms: messages, seeds, strategies, policies, envs, file formats
+    ("envs", "policies", "islands.messages", "islands.seeds", "islands.topology",
+     "islands.candidates", "islands.envdefaults", "islands.elastic", "islands.signals",
+     "islands.strategies", "islands.persistence"),
+    ("islands.island", "islands.coordinator", "islands.evaluate"),  # the plain cores
+    ("islands.config", "islands.planning", "islands.placement"),  # what a run is asked to do
+    ("islands.output",),  # what a run writes and shows
+    ("islands.runtime",),  # Ray: the process layer
+    ("islands.experiment", "islands.launch", "islands.status", "islands.__main__"),  # CLIs
+)
+
+
+def _unit(module: str) -> str:
+    """The package a module belongs to in LAYERS (``islands.island.core`` ->
+    ``islands.island``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "islands" else parts[0]
+
+
+def _package_edges() -> dict[tuple[str, str], str]:
+    """``{(importer, imported): an example module import}`` between distinct packages."""
+    mods, edges = _modules(), {}
+    for n, p in mods.items():
+        for m in _imports(n, p):
+            while m and m not in mods:
+                m = m.rpartition(".")[0]
+            if m and m != "islands" and _unit(m) != _unit(n):
+                edges.setdefault((_unit(n), _unit(m)), f"{n} -> {m}")
+    return edges
+
+
+def test_packages_import_only_their_own_layer_and_the_layers_below():
+    layer = {unit: i for i, units in enumerate(LAYERS, 1) for unit in units}
+    units = {_unit(n) for n in _modules() if n != "islands"}
+    assert sorted(units - set(layer)) == [], "packages missing from LAYERS"
+    upward = [f"{a} (layer {layer[a]}) imports {b} (layer {layer[b]}): {example}"
+              for (a, b), example in sorted(_package_edges().items()) if layer[b] > layer[a]]
+    assert upward == [], "\n".join(upward)
+
+
+def _find_loop(graph: dict[str, set[str]]) -> list[str] | None:
+    """A loop in ``graph`` as the path that closes it, or None (depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(n: str, path: list[str]) -> list[str] | None:
+        state[n] = 1
+        for d in sorted(graph.get(n, ())):
+            if state.get(d) == 1:
+                full = path + [n]
+                return full[full.index(d):] + [d]
+            if d not in state and (loop := visit(d, path + [n])):
+                return loop
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (loop := visit(n, [])):
+            return loop
+    return None
+
+
+def test_no_loops_between_packages():
+    """Also within a layer (the layer rule alone allows config <-> planning)."""
+    edges, graph = _package_edges(), {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    loop = _find_loop(graph)
+    assert loop is None, "package loop: " + " -> ".join(loop) + "\n" + "\n".join(
+        edges[a, b] for a, b in zip(loop, loop[1:], strict=False))
+
+
+def test_the_loop_finder_sees_a_loop():
+    assert _find_loop({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_loop({"a": {"b"}, "b": {"c"}}) is None
+
+
 def test_functions_and_modules_stay_readable():
     too_long = []
     for n, p in _modules().items():

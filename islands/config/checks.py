@@ -5,6 +5,7 @@ creates an environment."""
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import math
 
 from envs import BACKENDS
@@ -185,10 +186,15 @@ def check_device(c: Config) -> None:
                           "through Ray)")
 
 
+def wandb_missing() -> str | None:
+    """Why ``--wandb`` cannot work here, or None."""
+    if importlib.util.find_spec("wandb") is None:
+        return "the wandb package is not installed (pip install -e '.[wandb]')"
+    return None
+
+
 def check_loggers(c: Config) -> None:
     if c.wandb is not None:
-        from ..output.scalars import wandb_missing
-
         missing = wandb_missing()
         if missing:
             raise ConfigError(f"--wandb: {missing}")

@@ -125,16 +125,18 @@ def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
              max_concurrent: int | None = None, wandb: str | None = None) -> int:
     from ..config import ConfigError
     from ..runtime import sweep
+    from .source import ExperimentTrials
 
     n = len(json.loads((exp_dir / EXPERIMENT_JSON).read_text())["trials"])
     print(f"{PROG}: {'resuming' if resume else 'running'} {n} trials in {exp_dir} "
           f"(Tune state: {exp_dir / TUNE_DIR})", flush=True)
     started = sweep.connect(address, dashboard)
     try:
+        source = ExperimentTrials(exp_dir)
         if resume:
-            grid = sweep.resume_experiment(exp_dir)
+            grid = sweep.resume_experiment(source)
         else:
-            grid = sweep.run_experiment(exp_dir, max_concurrent=max_concurrent, wandb=wandb)
+            grid = sweep.run_experiment(source, max_concurrent=max_concurrent, wandb=wandb)
     except ConfigError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

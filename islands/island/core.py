@@ -31,7 +31,6 @@ import numpy as np
 from .. import strategies
 from ..messages import Emigrants, EvolveResult, IslandInfo, IslandReport
 from ..persistence.checkpointing import CheckpointSpec
-from ..planning import IslandSpec
 from ..seeds import strategy_seed, train_seed
 from ..strategies.noise_table import resolve_device
 from .adopt import Adoption
@@ -42,6 +41,7 @@ from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
 from .resampling import EpisodeSchedule, ResamplingHook
 from .restarts import Restarter, RestartHook, RestartSettings, Runs
 from .screen import screen
+from .spec import IslandSpec
 from .spread import make_spread
 
 log = logging.getLogger("islands.island")

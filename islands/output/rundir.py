@@ -27,6 +27,7 @@ import numpy as np
 
 from ..messages import IslandReport
 from ..persistence import plainstate
+from ..persistence.solution import SOLUTION_FORMAT, load_solution  # noqa: F401 (its reader)
 
 # A row is an island's report (``messages.IslandReport``: every field but the island
 # process's own clock) with the run's wall time and the archipelago's totals (all islands)
@@ -43,7 +44,6 @@ SUMMARY_KEYS = (
     "total_evals", "total_env_steps", "total_episodes", "islands", "env", "stop_reason",
     "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
 )
-SOLUTION_FORMAT = "islands-solution/1"
 FILES = ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "solution.json",
          "fitness.png")
 
@@ -119,17 +119,6 @@ class RunDir:
     def plot(self, rows: list[dict[str, Any]], title: str = "",
              tests: list[dict[str, Any]] | None = None, target: float | None = None) -> None:
         plot_fitness(rows, self.file("fitness.png"), title, tests, target)
-
-
-def load_solution(run_dir: str) -> dict[str, Any]:
-    """The tree written by ``save_solution`` (accepts the run dir or the .npz path)."""
-    path = run_dir if run_dir.endswith(".npz") else os.path.join(run_dir, "solution.npz")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no solution file at {path}")
-    tree = plainstate.load(path)
-    if tree.get("format") != SOLUTION_FORMAT:
-        raise ValueError(f"{path} is not an islands solution (format {tree.get('format')!r})")
-    return tree
 
 
 def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "",

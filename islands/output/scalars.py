@@ -11,11 +11,12 @@ needs ``pip install tensorboard``.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import numbers
 from pathlib import Path
 from typing import Any
+
+from ..config.checks import wandb_missing  # noqa: F401 (its users import it from here)
 
 TB_DIR = "tb"
 FLUSH_SECS = 10  # a live ``tensorboard`` sees a run within seconds, not tensorboardX's 120
@@ -26,13 +27,6 @@ ISLAND_TAGS = {"fitness_max": "fitness/max", "fitness_mean": "fitness/mean",
                "episodes_per_eval": "search/episodes_per_eval",
                "restarts": "search/restarts", "immigrants": "migration/immigrants",
                "evals_per_s": "speed/evals_per_s", "steps_per_s": "speed/env_steps_per_s"}
-
-
-def wandb_missing() -> str | None:
-    """Why ``--wandb`` cannot work here, or None."""
-    if importlib.util.find_spec("wandb") is None:
-        return "the wandb package is not installed (pip install -e '.[wandb]')"
-    return None
 
 
 class ScalarLog:

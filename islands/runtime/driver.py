@@ -46,7 +46,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     continue the run in that directory from its checkpoints. Uses an already-initialized
     Ray as it is (a Tune trial's, for instance). ``observer(row, status)``: called after
     each island report (the experiment runner forwards it to Tune)."""
-    from ..persistence.resume import check_resume, prior_rows
+    from ..config.resume import check_resume, prior_rows
 
     t_start = time.monotonic()
     resume = cfg.resume is not None

@@ -1,7 +1,10 @@
 """An experiment's grid of runs as Ray Tune trials (``python -m islands.experiment``).
 
-One Tune trial per run of the grid (:func:`islands.experiment.spec.trials`): the trial's
-function runs one whole archipelago through :func:`islands.runtime.driver.run` into
+What the trials are comes from a source object (ids, each one's launcher config and
+``trial.json`` record, Tune's storage path:
+:class:`islands.experiment.source.ExperimentTrials`), so this layer imports nothing from
+the experiment package above it. One Tune trial per run of the grid: the trial's function
+runs one whole archipelago through :func:`islands.runtime.driver.run` into
 ``<experiment>/runs/<trial>/``, with its islands in the trial's placement group (a
 :class:`~ray.tune.PlacementGroupFactory` with an empty head bundle -- the trial function
 only waits on the islands -- and one bundle per island, sized as the launcher would size
@@ -31,7 +34,6 @@ import ray
 from ray import tune
 
 from ..config import ConfigError, resolve
-from ..experiment.names import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 from ..placement import place_by_node_type
 from ..planning import default_cpu_share, plan_hosts, plan_islands
 from .cluster import cluster_nodes
@@ -75,20 +77,15 @@ def _plan_one(cfg, nodes: list[dict[str, float]]) -> tuple[float, list, bool]:
     return share, [h.needs() for h in hosts], shared
 
 
-def plan_trials(exp_dir: Path) -> dict[str, TrialPlan]:
+def plan_trials(source) -> dict[str, TrialPlan]:
     """Bundles per trial, from the connected cluster's nodes, as the launcher would plan
     each run on the whole cluster (its ``--cpus-per-island`` where the experiment sets
     one and the cluster has room for it, else the default share)."""
-    from ..experiment.spec import trial_config
-
     nodes = cluster_nodes()
     plans = {}
-    for trial in _trials(exp_dir).values():
-        cfg = trial_config(trial, out=str(exp_dir / RUNS_DIR / trial.trial_id),
-                           namespace=namespace_of(exp_dir, trial.trial_id))
-        share, bundles, shared = _plan_one(cfg, nodes)
-        plans[trial.trial_id] = TrialPlan(trial.trial_id, share, bundles,
-                                          exclusive_cpus(bundles), shared)
+    for trial_id in source.ids():
+        share, bundles, shared = _plan_one(source.config(trial_id), nodes)
+        plans[trial_id] = TrialPlan(trial_id, share, bundles, exclusive_cpus(bundles), shared)
     return plans
 
 
@@ -101,46 +98,32 @@ def exclusive_concurrency(plans: dict[str, TrialPlan], total_cpus: float) -> int
     return max(1, int(total_cpus // need))
 
 
-def _trials(exp_dir: Path) -> dict[str, Any]:
-    """The experiment's trials by id, expanded again from the spec it saved."""
-    from ..experiment.spec import ExperimentSpec, trials
-
-    meta = json.loads((exp_dir / EXPERIMENT_JSON).read_text())
-    return {t.trial_id: t for t in trials(ExperimentSpec.from_dict(meta["spec"]))}
-
-
-def namespace_of(exp_dir: Path, trial_id: str) -> str:
-    """The Ray namespace of a trial's actors: unique per experiment directory and trial."""
-    return f"islands-{exp_dir.name}-{trial_id}"
-
-
 # ---- inside a trial ------------------------------------------------------------------------
-def run_trial(config: dict[str, Any], exp_dir: str, plans: dict[str, TrialPlan]) -> None:
+def run_trial(config: dict[str, Any], source, plans: dict[str, TrialPlan]) -> None:
     """Tune's function for one trial: one archipelago run into ``runs/<trial>/``. Its
     ``trial.json`` records when it ran (the report counts the trials that overlapped it),
     its CPU share, and, for a run that raised, ``status`` crashed or oom with the reason:
     a trial that failed stays a row of the results."""
     from .driver import run
 
-    exp = Path(exp_dir)
-    trial = _trials(exp)[config["trial"]]
-    plan = plans[trial.trial_id]
-    run_dir = exp / RUNS_DIR / trial.trial_id
+    trial_id = config["trial"]
+    plan, cfg = plans[trial_id], source.config(trial_id)
+    run_dir = Path(cfg.out)
     done = run_dir / "summary.json"
     if done.exists():  # finished before Tune recorded it (a driver lost at the end)
         tune.report(_final(json.loads(done.read_text())))
         return
-    cfg = _trial_config(trial, exp, run_dir, plan.cpus_per_island)
-    record = {"trial": trial.trial_id, "label": trial.label, "seed": trial.seed,
-              "params": trial.params, "resumed": cfg.resume is not None,
+    cfg = _trial_config(cfg, plan.cpus_per_island)
+    record = {**source.record(trial_id), "resumed": cfg.resume is not None,
               "started_at": time.time(), "cpus_per_island": plan.cpus_per_island,
               "shared_cpus": plan.shared, "exclusive_cpus": plan.exclusive_cpus}
     try:
         summary = run(cfg, display=False, observer=_Reporter())
     except BaseException as e:
-        _write_trial(run_dir, record | {"ended_at": time.time(), **failure_of(e)})
+        _write_trial(run_dir / source.trial_file,
+                     record | {"ended_at": time.time(), **failure_of(e)})
         raise
-    _write_trial(run_dir, record | {"ended_at": time.time()})
+    _write_trial(run_dir / source.trial_file, record | {"ended_at": time.time()})
     tune.report(_final(summary))  # after the files: a run Tune counts as done is on disk
 
 
@@ -155,20 +138,20 @@ def failure_of(e: BaseException) -> dict[str, str]:
     return {"status": "oom" if oom else "crashed", "reason": (lines[-1] if lines else text)[:300]}
 
 
-def _write_trial(run_dir: Path, record: dict[str, Any]) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / f".{TRIAL_JSON}.tmp"
+def _write_trial(path: Path, record: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(record, indent=2) + "\n")
-    tmp.replace(run_dir / TRIAL_JSON)
+    tmp.replace(path)
 
 
-def _trial_config(trial, exp: Path, run_dir: Path, share: float):
-    """The trial's launcher config; ``resume`` set where its islands left checkpoints."""
-    from ..experiment.spec import trial_config
-    from ..persistence.resume import check_resume
+def _trial_config(cfg, share: float):
+    """The trial's launcher config at its CPU share; ``resume`` set where its islands left
+    checkpoints."""
+    from ..config.resume import check_resume
 
-    cfg = trial_config(trial, out=str(run_dir), namespace=namespace_of(exp, trial.trial_id))
     cfg = dataclasses.replace(cfg, cpus_per_island=share)
+    run_dir = Path(cfg.out)
     if run_dir.exists():
         try:
             check_resume(cfg)
@@ -206,56 +189,57 @@ def _final(s: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- the driver ----------------------------------------------------------------------------
-def _trainable(exp_dir: Path, plans: dict[str, TrialPlan]):
+def _trainable(source, plans: dict[str, TrialPlan]):
     bundles = {k: p.bundles for k, p in plans.items()}
-    fn = tune.with_parameters(run_trial, exp_dir=str(exp_dir), plans=plans)
+    fn = tune.with_parameters(run_trial, source=source, plans=plans)
     return tune.with_resources(
         fn, resources=lambda config: tune.PlacementGroupFactory(
             [{}] + bundles[config["trial"]], strategy="PACK"))
 
 
-def _run_config(exp_dir: Path, verbose: int, stop: Any = None, wandb: str | None = None
+def _run_config(source, verbose: int, stop: Any = None, wandb: str | None = None
                 ) -> tune.RunConfig:
-    """Tune's storage in ``DIR/tune``; its TensorBoard logger (each trial's results under
-    ``DIR/tune/<trial>/``) and, with ``wandb``, its W&B logger into that project."""
+    """Tune's storage in ``source.tune_path``; its TensorBoard logger (each trial's results
+    under ``<tune_path>/<trial>/``) and, with ``wandb``, its W&B logger into that project."""
     from ray.tune.logger import TBXLoggerCallback
 
     callbacks = [TBXLoggerCallback()]
     if wandb is not None:
         from ray.air.integrations.wandb import WandbLoggerCallback
 
-        callbacks.append(WandbLoggerCallback(project=wandb, group=exp_dir.name))
+        callbacks.append(WandbLoggerCallback(project=wandb, group=source.name))
+    path = source.tune_path.resolve()
     return tune.RunConfig(
-        name=TUNE_DIR, storage_path=str(exp_dir.resolve()), verbose=verbose, stop=stop,
+        name=path.name, storage_path=str(path.parent), verbose=verbose, stop=stop,
         failure_config=tune.FailureConfig(max_failures=0), callbacks=callbacks)
 
 
-def run_experiment(exp_dir: Path, verbose: int = 1, stop: Any = None,
+def run_experiment(source, verbose: int = 1, stop: Any = None,
                    max_concurrent: int | None = None, wandb: str | None = None) -> Any:
-    """Run every trial listed in ``experiment.json`` (the driver must be connected).
+    """Run every trial of ``source`` (the driver must be connected).
     ``stop``: a Tune stopper (``RunConfig(stop=...)``), e.g. one that ends the whole
     experiment early, as an interruption would. ``max_concurrent``: trials at once at most
     (default: :func:`exclusive_concurrency`, each trial on cores of its own). ``wandb``: a
     Weights & Biases project that Tune logs every trial's results to."""
-    plans = plan_trials(exp_dir)
-    ids = list(_trials(exp_dir))
+    plans = plan_trials(source)
+    ids = source.ids()
     if max_concurrent is None:
         max_concurrent = exclusive_concurrency(plans, ray.cluster_resources().get("CPU", 1))
-    tuner = tune.Tuner(_trainable(exp_dir, plans),
+    tuner = tune.Tuner(_trainable(source, plans),
                        param_space={"trial": tune.grid_search(ids)},
                        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
-                       run_config=_run_config(exp_dir, verbose, stop, wandb))
+                       run_config=_run_config(source, verbose, stop, wandb))
     return tuner.fit()
 
 
-def resume_experiment(exp_dir: Path, verbose: int = 1) -> Any:
+def resume_experiment(source, verbose: int = 1) -> Any:
     """Continue an interrupted experiment: Tune restores its state and runs what is left
     (errored trials too: their runs continue from their checkpoints)."""
-    path = str((exp_dir / TUNE_DIR).resolve())
+    path = str(source.tune_path.resolve())
     if not tune.Tuner.can_restore(path):
-        raise ConfigError(f"{exp_dir}: no Tune state to resume in {path}")
-    plans = plan_trials(exp_dir)
-    tuner = tune.Tuner.restore(path, trainable=_trainable(exp_dir, plans),
+        raise ConfigError(f"{source.name}: no Tune state to resume in {path}")
+    plans = plan_trials(source)
+    tuner = tune.Tuner.restore(path, trainable=_trainable(source, plans),
                                resume_unfinished=True, resume_errored=True)
     return tuner.fit()
 

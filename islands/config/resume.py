@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..config import Config, ConfigError
-from ..planning import IslandSpec
+from .schema import Config, ConfigError
 
 
-def check_resume(cfg: Config, plan: list[IslandSpec] | None = None) -> None:
+def check_resume(cfg: Config, plan: list | None = None) -> None:
     """ConfigError (one line) unless the checkpoints of the run in ``cfg.out`` can be loaded
     and belong to this config (island count, strategies, the policy's parameter count).
-    Called before Ray starts (without ``plan``) and again once the islands are planned."""
-    from .storage import COORDINATOR_FILE, Storage, island_file
+    Called before Ray starts (without ``plan``) and again once the islands are planned
+    (``plan``: their :class:`~islands.island.spec.IslandSpec` rows)."""
+    from ..persistence.storage import COORDINATOR_FILE, Storage, island_file
 
     st = Storage(cfg.checkpoint_uri)
     try:
