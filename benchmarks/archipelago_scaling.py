@@ -29,26 +29,23 @@ What it measures (on one embedded local Ray with ``--cpus`` CPUs, default 2):
    In a run the driver never waits for this round trip; it only bounds how fast migrants
    can move.
 
-Prints a table and a final JSON line.
+Prints a table and a final JSON line (``islands.output.benchmarking``): rows n = 1, 2; baseline
+1 island; ratio the efficiency.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+import ray
 
-import numpy as np  # noqa: E402
-import ray  # noqa: E402
-
-from islands.config import from_dict, resolve  # noqa: E402
-from islands.planning import plan_islands  # noqa: E402
-from islands.runtime.archipelago import Archipelago  # noqa: E402
+from islands.config import from_dict, resolve
+from islands.output import benchmarking as bench
+from islands.planning import plan_islands
+from islands.runtime.archipelago import Archipelago
 
 
 def throughput(env: str, n: int, seconds: float, seed: int) -> dict:
@@ -106,17 +103,17 @@ def coordinator_round_trip(dim: int, reports: int, obs_dim: int = 8) -> dict:
             "round_trip_p90_ms": 1000 * float(np.percentile(times, 90)), "reports": reports}
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    p = bench.parser(__doc__)
     p.add_argument("--env", default="LunarLander-v3")
-    p.add_argument("--seconds", type=float, default=20.0, help="evolution time per run")
+    bench.add_seconds(p, 20.0, "evolution time per run")
     p.add_argument("--cpus", type=int, default=2, help="CPUs of the embedded Ray")
     p.add_argument("--reports", type=int, default=200, help="coordinator round trips timed")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=2,
                    help="runs per island count, alternating 1, 2, 1, 2...; the best of each "
                    "counts (other load on a shared machine only ever slows a run down)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     ray.init(address="local", num_cpus=args.cpus, include_dashboard=False,
              object_store_memory=200 * 1024**2, log_to_driver=False)
     try:
@@ -138,15 +135,14 @@ def main() -> int:
     print(f"efficiency steps/s(2) / (2 x steps/s(1)) = {eff:.2f}")
     print(f"coordinator report round trip: median {coord['round_trip_ms']:.2f} ms, p90 "
           f"{coord['round_trip_p90_ms']:.2f} ms ({100 * overhead:.2f}% of one generation)")
-    print(json.dumps({
-        "benchmark": "archipelago_scaling", "env": args.env, "dim": one["dim"],
-        "seconds": args.seconds, "steps_per_s_1": one["steps_per_s"],
-        "steps_per_s_2": two["steps_per_s"], "efficiency": eff,
-        "generation_s_2": two["generation_s"], "coordinator_round_trip_ms":
-        coord["round_trip_ms"], "coordinator_round_trip_p90_ms": coord["round_trip_p90_ms"],
-        "coordinator_overhead_fraction": overhead,
-        "all_steps_per_s": {str(n): [round(x["steps_per_s"]) for x in runs[n]] for n in runs},
-    }))
+    bench.emit(
+        "archipelago_scaling", rows=[one, two], baseline="1 island", ratio=eff,
+        env=args.env, dim=one["dim"], seconds=args.seconds,
+        steps_per_s_1=one["steps_per_s"], steps_per_s_2=two["steps_per_s"], efficiency=eff,
+        generation_s_2=two["generation_s"], coordinator_round_trip_ms=coord["round_trip_ms"],
+        coordinator_round_trip_p90_ms=coord["round_trip_p90_ms"],
+        coordinator_overhead_fraction=overhead,
+        all_steps_per_s={str(n): [round(x["steps_per_s"]) for x in runs[n]] for n in runs})
     return 0
 
 

@@ -28,29 +28,26 @@ For each environment, in one run, one after another on the same ``--cpus`` CPUs:
    count over the wall time of ``searcher.step()`` calls (first step excluded). Skipped,
    saying so, where it is not installed (it is not a dependency).
 
-Table plus a final JSON line with ``ratio_vs_raw`` (LunarLander-v3, 4 islands on 2 CPUs,
-default grouping) and every row's ratio. Results: docs/results/throughput.md.
+Table plus a final JSON line (``islands.output.benchmarking``) with every row's ratio; baseline
+raw EnvPool; ``ratio`` (and ``ratio_vs_raw``): LunarLander-v3, 2C islands, default grouping.
+Results: docs/results/throughput.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import os
 import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+import ray
 
-import numpy as np  # noqa: E402
-import ray  # noqa: E402
-
-from islands.config import from_dict, resolve  # noqa: E402
-from islands.envdefaults import env_defaults  # noqa: E402
-from islands.planning import plan_hosts, plan_islands  # noqa: E402
-from islands.runtime.archipelago import Archipelago  # noqa: E402
+from islands.config import from_dict, resolve
+from islands.envdefaults import env_defaults
+from islands.output import benchmarking as bench
+from islands.planning import plan_hosts, plan_islands
+from islands.runtime.archipelago import Archipelago
 
 
 def raw_steps_per_s(env_id: str, threads: int, seconds: float, seed: int = 0
@@ -225,15 +222,16 @@ def env_rows(env_id: str, C: int, seconds: float, factors: list[int], repeats: i
     return out
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    p = bench.parser(__doc__)
     p.add_argument("--envs", default="LunarLander-v3,BipedalWalker-v3")
     p.add_argument("--cpus", type=int, default=2)
-    p.add_argument("--seconds", type=float, default=25.0)
+    bench.add_seconds(p, 25.0, "time per measurement: an archipelago row, EvoTorch, the raw "
+                      "ceiling (its six pool shapes share it)")
     p.add_argument("--factors", default="1,2,4", help="k = factor x cpus islands")
     p.add_argument("--repeats", type=int, default=3,
                    help="archipelago measurements per row, each between two raw ones")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.repeats < 1:
         p.error(f"--repeats must be >= 1, got {args.repeats}")
     C = args.cpus
@@ -259,13 +257,15 @@ def main() -> int:
               f"{r.get('startup_s', 0) or 0:9.1f}")
     key = [r for r in rows if r["env"] == "LunarLander-v3" and r["islands"] == 2 * C
            and r["system"].endswith("default grouping")]
-    print(json.dumps({
-        "cpus": C, "seconds": args.seconds, "repeats": args.repeats,
-        "ratio_vs_raw": round(key[0]["ratio_vs_raw"], 3) if key else None,
-        "startup": {f"{r['env']} k={r['islands']} {r['system']}": round(r["startup_s"], 2)
-                    for r in rows if "startup_s" in r},
-        "rows": [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
-                 for r in rows]}))
+    ratio = round(key[0]["ratio_vs_raw"], 3) if key else None
+    bench.emit(
+        "archipelago_throughput",
+        rows=[{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
+              for r in rows],
+        baseline=f"raw EnvPool, random actions, {C} threads", ratio=ratio,
+        cpus=C, seconds=args.seconds, repeats=args.repeats, ratio_vs_raw=ratio,
+        startup={f"{r['env']} k={r['islands']} {r['system']}": round(r["startup_s"], 2)
+                 for r in rows if "startup_s" in r})
     return 0
 
 

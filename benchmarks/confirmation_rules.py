@@ -16,15 +16,17 @@ so one set of runs shows several rules side by side:
 * ``confirmed, center only`` / ``sample only``: the same, split by the genome's kind.
 
 Cost: training episodes when the solution was found (``found_at``) and the tester's episodes
-up to and including the deciding test, per solved run (medians). Table, then a JSON line.
+up to and including the deciding test, per solved run (medians). Table, then a JSON line
+(``islands.output.benchmarking``): a row per rule, baseline the old rule, no single ratio.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
+
+from islands.output import benchmarking as bench
 
 
 def _cost(tests: list[dict], upto: int) -> tuple[float, int]:
@@ -94,12 +96,12 @@ def analyse(runs: list[dict], target: float) -> list[dict]:
     return rows
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    p = bench.parser(__doc__)
     p.add_argument("result", help="time_to_solve.py's final JSON line, in a file")
     p.add_argument("--target", type=float, default=None,
                    help="the target (default: each run's own)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     lines = [ln for ln in open(args.result).read().splitlines() if ln.startswith("{")]
     res = json.loads(lines[-1])
     runs = res["per_seed"]
@@ -111,8 +113,8 @@ def main() -> int:
         train, tester = r["median_training_episodes"], r["median_tester_episodes"]
         print(f"{r['rule']:32} {r['solved']:>3}/{r['runs']:<3} {held:>13} "
               f"{train or 0:>10,.0f} {tester or 0:>10,.0f}")
-    print(json.dumps({"benchmark": "confirmation_rules", "env": res.get("env"),
-                      "target": target, "rules": rows}))
+    bench.emit("confirmation_rules", rows=rows, baseline=rows[0]["rule"], ratio=None,
+               env=res.get("env"), target=target)
     return 0
 
 

@@ -25,8 +25,9 @@ Per row, over the run after ``--warmup`` seconds (start-up excluded):
 * ``rss_mb``: resident memory of the driver, coordinator and island processes (peak sample).
 
 ``ratio`` columns compare each row with the first row of the same run. The last line is
-JSON: ``{"rows": [{"islands", "reports_per_s", "coordinator_cpu", "driver_cpu", "raylet_cpu",
-"gcs_cpu", "latency_p50_s", "latency_p99_s", "startup_s", "rss_mb", ...}, ...]}``.
+JSON (``islands.output.benchmarking``): ``rows`` ``[{"islands", "reports_per_s", "coordinator_cpu",
+"driver_cpu", "raylet_cpu", "gcs_cpu", "latency_p50_s", "latency_p99_s", "startup_s",
+"rss_mb", ...}, ...]``; baseline the first row; ratio the last row's reports/s over it.
 
     python benchmarks/coordinator_scale.py                       # 16, 64, 256, 1024
     python benchmarks/coordinator_scale.py --islands 16,64 --seconds 10
@@ -34,21 +35,17 @@ JSON: ``{"rows": [{"islands", "reports_per_s", "coordinator_cpu", "driver_cpu", 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import psutil
+import ray
 
-import psutil  # noqa: E402
-import ray  # noqa: E402
-
-from islands.config import from_dict, resolve  # noqa: E402
-from islands.output.summary import latency_summary  # noqa: E402
-from islands.planning import plan_islands  # noqa: E402
-from islands.runtime.archipelago import Archipelago  # noqa: E402
+from islands.config import from_dict, resolve
+from islands.output import benchmarking as bench
+from islands.output.summary import latency_summary
+from islands.planning import plan_islands
+from islands.runtime.archipelago import Archipelago
 
 
 def scale_config(n: int, args):
@@ -207,9 +204,9 @@ def _f(x, fmt: str = "{:.2f}") -> str:
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = bench.parser(__doc__)
     p.add_argument("--islands", default="16,64,256,1024", help="island counts, comma list")
-    p.add_argument("--seconds", type=float, default=40.0, help="run time per row")
+    bench.add_seconds(p, 40.0, "run time per row")
     p.add_argument("--warmup", type=float, default=10.0, help="seconds left out of the rates")
     p.add_argument("--period", type=float, default=1.0, help="seconds between an island's "
                    "reports (its evaluation's wait)")
@@ -229,9 +226,10 @@ def main(argv=None) -> dict:
     finally:
         ray.shutdown()
     print_table(rows)
-    out = {"rows": rows, "period_s": args.period, "seconds": args.seconds, "cpus": args.cpus}
-    print(json.dumps(out))
-    return out
+    return bench.emit("coordinator_scale", rows=rows,
+                      baseline=f"{rows[0]['islands']} islands (the first row)",
+                      ratio=rows[-1]["reports_per_s"] / rows[0]["reports_per_s"],
+                      period_s=args.period, seconds=args.seconds, cpus=args.cpus)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ alike):
       policy and no bookkeeping -- the best any scheduler in EnvPool's sync mode can do with
       an evaluation whose longest episode forces that many rounds;
   (c) naive Gymnasium loop as estool does it: one env, one individual at a time, one torch
-      forward per step (timed on a prefix of the population, ``--naive-seconds`` budget).
+      forward per step (timed on a prefix of the population, ``--seconds`` budget).
 
 Plus torch-native CartPole on CPU when ``envs.torch_evaluator`` exists ("n/a" otherwise).
-Prints a table and a final JSON line with ``ratio_vs_raw`` (b/a: median live steps/s of (b)
-over median steps/s of (a), wall clock) and ``ratio_vs_naive`` (b/c). Steps are live env
+Prints a table and a final JSON line (``islands.output.benchmarking``; baseline (a), ``ratio`` =
+``ratio_vs_raw``: b/a, median live steps/s of (b) over median steps/s of (a), wall clock)
+with ``ratio_vs_naive`` (b/c). Steps are live env
 steps (frames of finished episodes are not counted for (b)/(c); raw stepping counts every
 frame, which is what a ceiling means). Also printed: steps per CPU-second of the whole
 process for (a) and (b) (``cpu_ratio_vs_raw``), which other load on a shared machine
@@ -40,21 +41,17 @@ Figures and their reading: docs/results/eval-throughput.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from envs.envpool_evaluator import EnvPoolEvaluator  # noqa: E402
+from envs.envpool_evaluator import EnvPoolEvaluator
+from islands.output import benchmarking as bench
 
 ENV_ID = "LunarLander-v3"
 HIDDEN = (64, 64)
@@ -168,18 +165,9 @@ def bench_torch_cartpole(P: int, episodes: int, seed: int):
     return res.env_steps / res.wall_s
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--popsize", type=int, default=32)
-    ap.add_argument("--episodes", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--naive-seconds", type=float, default=8.0)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    warnings.filterwarnings("ignore", message=".*precision lowered.*")
-    torch.set_num_threads(1)  # inference is small; the cores belong to the env threads
-    load0 = os.getloadavg()[0]
+def measure(args) -> dict[str, list]:
+    """(a), (b), (s), (b') and (c) interleaved over ``args.repeats`` rounds, then the
+    torch-native CartPole row: every round's figures, per row."""
 
     def make(**kw) -> EnvPoolEvaluator:
         return EnvPoolEvaluator(ENV_ID, policy="mlp", policy_options={"hidden": HIDDEN},
@@ -197,7 +185,7 @@ def main(argv=None) -> dict:
     replay_pool = envpool.make(ENV_ID, env_type="gymnasium", num_envs=num_envs,
                                batch_size=num_envs, num_threads=args.threads, seed=args.seed)
     replay_pool.reset()
-    raw, raw_cpu, ours, naive, details, ref, sync = [], [], [], [], [], [], []
+    m: dict = {k: [] for k in ("raw", "raw_cpu", "ours", "naive", "details", "ref", "sync")}
     for r in range(args.repeats):
         # (a) and (b) back to back, in alternating order: slow drifts in the machine's other
         # load then hit both alike.
@@ -205,22 +193,46 @@ def main(argv=None) -> dict:
             if part == "b":
                 sizes: list[int] = []
                 sps, info = bench_evaluator(ev, params, seed=args.seed + 1 + r, sizes=sizes)
-                ours.append(sps)
-                details.append(info)
+                m["ours"].append(sps)
+                m["details"].append(info)
             else:
                 sps, cps = bench_raw(num_envs, args.threads, 20000, args.seed + r)
-                raw.append(sps)
-                raw_cpu.append(cps)
+                m["raw"].append(sps)
+                m["raw_cpu"].append(cps)
         # (s) right after: this repeat's rounds of (b) replayed bare
-        sync.append(details[-1]["env_steps"] / bench_sync_replay(replay_pool, sizes))
-        ref.append(bench_evaluator(ev_ref, params, seed=args.seed + 1 + r))
-        naive.append(bench_naive(ev.policy, params, args.episodes,
-                                 args.naive_seconds / args.repeats, args.seed + r))
+        m["sync"].append(m["details"][-1]["env_steps"] / bench_sync_replay(replay_pool, sizes))
+        m["ref"].append(bench_evaluator(ev_ref, params, seed=args.seed + 1 + r))
+        m["naive"].append(bench_naive(ev.policy, params, args.episodes,
+                                      args.seconds / args.repeats, args.seed + r))
     ev.close()
     ev_ref.close()
     replay_pool.close()
-    torch_cp = bench_torch_cartpole(args.popsize, args.episodes, args.seed)
+    m["torch_cp"] = bench_torch_cartpole(args.popsize, args.episodes, args.seed)
+    m["num_envs"] = num_envs
+    return m
 
+
+def main(argv=None) -> dict:
+    ap = bench.parser(__doc__)
+    ap.add_argument("--popsize", type=int, default=32)
+    ap.add_argument("--episodes", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
+    bench.add_seconds(ap, 8.0, "time budget of the naive loop (c), over all repeats",
+                      old=("--naive-seconds",))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore", message=".*precision lowered.*")
+    torch.set_num_threads(1)  # inference is small; the cores belong to the env threads
+    load0 = os.getloadavg()[0]
+    return report(args, measure(args), load0)
+
+
+def report(args, m: dict, load0: float) -> dict:
+    """Medians of every row, the table, and the final JSON line."""
+    raw, raw_cpu, ours, naive = m["raw"], m["raw_cpu"], m["ours"], m["naive"]
+    details, ref, sync = m["details"], m["ref"], m["sync"]
+    torch_cp, num_envs = m["torch_cp"], m["num_envs"]
     med = statistics.median
     a, b, c = med(raw), med(ours), med(naive)
     b_ref = med(x[0] for x in ref)
@@ -260,23 +272,21 @@ def main(argv=None) -> dict:
     print(f"{'steps per CPU-second (a) / (b)':34s} {a_cpu:>7,.0f} / {b_cpu:,.0f}  "
           f"ratio {b_cpu / a_cpu:.3f} (b': {ref_cpu / a_cpu:.3f}; insensitive to other load)")
     print("per-call (b):", json.dumps(details))
-    out = {
-        "env": ENV_ID, "popsize": args.popsize, "episodes": args.episodes,
-        "threads": args.threads, "num_envs": num_envs,
-        "raw_steps_per_s": round(a), "evaluator_steps_per_s": round(b),
-        "evaluator_act_steps_per_s": round(b_ref), "naive_steps_per_s": round(c),
-        "torch_cartpole_steps_per_s": None if torch_cp is None else round(torch_cp),
-        "live_fraction": live, "us_per_round": round(us_round, 1),
-        "us_per_round_act": round(us_round_ref, 1),
-        "ratio_vs_raw": round(b / a, 4), "ratio_vs_raw_paired": round(pair, 4),
-        "sync_replay_steps_per_s": round(s_sync), "sync_bound_ratio": round(s_sync / a, 4),
-        "ratio_vs_naive": round(b / c, 3), "cpu_ratio_vs_raw": round(b_cpu / a_cpu, 4),
-        "raw_all": [round(x) for x in raw], "evaluator_all": [round(x) for x in ours],
-        "naive_all": [round(x) for x in naive], "sync_all": [round(x) for x in sync],
-    }
-    print(json.dumps(out))
-    return out
-
+    return bench.emit(
+        "eval_throughput",
+        rows=[{"row": name, "steps_per_s": v, "note": note} for name, v, note in rows],
+        baseline=rows[0][0], ratio=round(b / a, 4),
+        env=ENV_ID, popsize=args.popsize, episodes=args.episodes, threads=args.threads,
+        num_envs=num_envs, raw_steps_per_s=round(a), evaluator_steps_per_s=round(b),
+        evaluator_act_steps_per_s=round(b_ref), naive_steps_per_s=round(c),
+        torch_cartpole_steps_per_s=None if torch_cp is None else round(torch_cp),
+        live_fraction=live, us_per_round=round(us_round, 1),
+        us_per_round_act=round(us_round_ref, 1),
+        ratio_vs_raw=round(b / a, 4), ratio_vs_raw_paired=round(pair, 4),
+        sync_replay_steps_per_s=round(s_sync), sync_bound_ratio=round(s_sync / a, 4),
+        ratio_vs_naive=round(b / c, 3), cpu_ratio_vs_raw=round(b_cpu / a_cpu, 4),
+        raw_all=[round(x) for x in raw], evaluator_all=[round(x) for x in ours],
+        naive_all=[round(x) for x in naive], sync_all=[round(x) for x in sync])
 
 if __name__ == "__main__":
     main()

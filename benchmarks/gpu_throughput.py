@@ -25,25 +25,21 @@ dozen elementwise kernels (fused by torch.compile), and the host syncs only ever
     python benchmarks/gpu_throughput.py --device cuda        # 1K, 16K, 256K, 1M envs
     python benchmarks/gpu_throughput.py --device cuda --compile reduce-overhead
 
-Prints a table and, last, one JSON line. Never imports Ray.
+Prints a table and, last, one JSON line (``islands.output.benchmarking``; ``ratio``: the CartPole
+row with the most envs; without CartPole rows, the row with the most). Never imports Ray.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from envs.torch_cartpole import TorchCartPole, controller_mlp_params  # noqa: E402
-from envs.torch_evaluator import TorchEvaluator  # noqa: E402
-from envs.torch_snake import TorchSnake  # noqa: E402
+from envs.torch_cartpole import TorchCartPole, controller_mlp_params
+from envs.torch_evaluator import TorchEvaluator
+from envs.torch_snake import TorchSnake
+from islands.output import benchmarking as bench
 
 CPU_SIZES = "1024,16384"
 CUDA_SIZES = "1024,16384,262144,1048576"
@@ -166,7 +162,7 @@ def bench_pong(args, device) -> dict | str:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = bench.parser(__doc__)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--sizes", default=None,
                     help=f"CartPole env counts (default {CPU_SIZES} on CPU, {CUDA_SIZES} on CUDA)")
@@ -228,17 +224,13 @@ def main(argv=None) -> dict:
               f"{r['wall_s']:>7.2f}")
     for s in skipped:
         print(f"skipped {s}")
-    summary = {
-        "benchmark": "gpu_throughput",
-        "device": name,
-        "compile": args.compile or "none",
-        "hidden": args.hidden,
-        "rows": rows,
-        "skipped": skipped,
-        "ratios": {f"{r['bench']}_{r['N']}": round(r["ratio"], 4) for r in rows},
-    }
-    print(json.dumps(summary))
-    return summary
+    cart = [r for r in rows if r["bench"] == "cartpole"] or rows
+    headline = max(cart, key=lambda r: r["N"]) if cart else None
+    return bench.emit(
+        "gpu_throughput", rows=rows, baseline="the same env, random actions, no policy",
+        ratio=headline and headline["ratio"], device=name, compile=args.compile or "none",
+        hidden=args.hidden, skipped=skipped,
+        ratios={f"{r['bench']}_{r['N']}": round(r["ratio"], 4) for r in rows})
 
 
 if __name__ == "__main__":

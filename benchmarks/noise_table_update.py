@@ -15,27 +15,21 @@ memory allocated during ``tell()`` above what was allocated before it (on CPU: n
 Ratios are ``baseline time / this time`` for the same operation in the same run (``tell x``,
 and ``ask x`` comparing ``ask_tensor`` with the plain ``ask``), so > 1 means faster. Needs no
 Ray; runs on CPU (``--dims 10000,100000`` for a quick look). Prints a table and a final JSON
-line.
+line (``islands.output.benchmarking``; ``ratio``: the first method's ``tell x`` at the largest dim).
 
     python benchmarks/noise_table_update.py [--device cuda] [--dims 100000,1000000]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from islands.strategies import make  # noqa: E402
+from islands.output import benchmarking as bench
+from islands.strategies import make
 
 BASELINE = "openai-es"
 
@@ -94,8 +88,8 @@ def bench_nt(dim: int, popsize: int, repeats: int, fit: np.ndarray, device: torc
             "init_s": init_s}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    p = bench.parser(__doc__)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dims", default="100000,1000000")
     p.add_argument("--popsize", type=int, default=256)
@@ -106,7 +100,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=0,
                    help="torch CPU threads (0: torch's default). On a shared, oversubscribed "
                    "machine 1 gives steadier numbers")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     device = torch.device(a.device)
@@ -142,10 +136,10 @@ def main() -> None:
         print(f"{r['dim']:>8} {r['impl']:<13} {r['method']:<7} {ms(r['ask_tensor_s']):>13} "
               f"{ms(r['ask_s'])} {ms(r['tell_s'])} {r.get('ask_x', 1.0):>7.2f} "
               f"{r.get('tell_x', 1.0):>7.2f} {mb:>8}")
-    print(json.dumps({"benchmark": "noise_table_update", "baseline": BASELINE,
-                      "device": str(device), "device_name": dev, "dtype": a.dtype,
-                      "popsize": a.popsize, "repeats": a.repeats,
-                      "table_size": a.table_size, "rows": rows}))
+    headline = next(r for r in rows if r["dim"] == dims[-1] and "tell_x" in r)
+    bench.emit("noise_table_update", rows=rows, baseline=BASELINE, ratio=headline["tell_x"],
+               device=str(device), device_name=dev, dtype=a.dtype, popsize=a.popsize,
+               repeats=a.repeats, table_size=a.table_size)
 
 
 if __name__ == "__main__":

@@ -13,18 +13,16 @@ the other arm solved before that; ``islands.experiment.stats.paired`` says when 
 signed-rank test's ranks hold whatever the censored runs' true times. ``--past S``: the
 seeds where exactly one arm took more than S seconds (or never solved), with the exact
 McNemar test on them (the tail, paired). Plain Python and scipy: no Ray, no runs. Prints a
-table, then a JSON line.
+table, then a JSON line (``islands.output.benchmarking``: a row per seed, baseline arm A, no ratio).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # islands.experiment.stats, from a checkout
+from islands.output import benchmarking as bench
 
 
 def per_seed(data: dict) -> dict[str, dict[int, tuple[float, bool]]]:
@@ -64,7 +62,7 @@ def past(s: float, ta, ea, tb, eb) -> dict:
 def main(argv: list[str] | None = None) -> int:
     from islands.experiment.stats import paired
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = bench.parser(__doc__)
     p.add_argument("file", help="the study's JSON")
     p.add_argument("--arms", nargs=2, metavar=("A", "B"),
                    help="the two arms (default: the file's first two)")
@@ -77,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     ta, tb, ea, eb = ([runs[x][s][i] for s in seeds] for i, x in
                       ((0, a), (0, b), (1, a), (1, b)))
     res = paired(ta, ea, tb, eb)
+    rows = []
     for s, x, y, sx, sy in zip(seeds, ta, tb, ea, eb, strict=True):
         first = a if sx and x < y else b if sy and y < x else "-"
+        rows.append({"seed": s, "a_s": x, "a_solved": sx, "b_s": y, "b_solved": sy,
+                     "first": None if first == "-" else first})
         print(f"seed {s:>5}  {a} {x:7.1f}{'' if sx else '+'}  {b} {y:7.1f}{'' if sy else '+'}"
               f"  first: {first}")
     print(f"{len(seeds)} seeds (+: unsolved, censored there): {a} first on {res.a_first}, "
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"past {args.past:g} s: only {a} on {out['past']['only_a']} seeds, only {b} on "
               f"{out['past']['only_b']}, both on {out['past']['both']}; exact McNemar p = "
               f"{out['past']['p']:.3g}")
-    print(json.dumps(out))
+    bench.emit("paired_seeds", rows=rows, baseline=a, ratio=None, **out)
     return 0
 
 

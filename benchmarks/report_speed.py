@@ -9,29 +9,27 @@ crashed. Times collecting the results (``results.parquet``, ``curves.parquet``) 
 
     python benchmarks/report_speed.py [--trials 100] [--reports 300]
 
-Prints a table and, last, a JSON line: ``{"rows": [{"trials", "collect_s", "report_s",
-"total_s"}, ...], "ratio": total(N) / total(10)}``. The goal (issue 30): <= 10 s at 100.
+Prints a table and, last, a JSON line (``islands.output.benchmarking``): ``rows`` ``[{"trials",
+"collect_s", "report_s", "total_s"}, ...]``, baseline 10 trials, ``ratio`` total(N) /
+total(10). The goal (issue 30): <= 10 s at 100.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from islands.config import from_dict, resolve  # noqa: E402
-from islands.experiment import names as kinds  # noqa: E402
-from islands.experiment.report import write_report  # noqa: E402
-from islands.experiment.results import write_results  # noqa: E402
-from islands.output.rundir import METRIC_COLUMNS, RunDir  # noqa: E402
+from islands.config import from_dict, resolve
+from islands.experiment import names as kinds
+from islands.experiment.report import write_report
+from islands.experiment.results import write_results
+from islands.output import benchmarking as bench
+from islands.output.rundir import METRIC_COLUMNS, RunDir
 
 SIZES = {(32, 16): 884, (64, 32): 2788, (128, 64): 9668}
 STRATEGIES = ("cmaes", "sep-cmaes", "openai-es")
@@ -109,11 +107,11 @@ def measure(exp: Path) -> dict[str, float]:
     return {"collect_s": t1 - t0, "report_s": t2 - t1, "total_s": t2 - t0}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    p = bench.parser(__doc__)
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--reports", type=int, default=300, help="island reports per trial")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="report-speed-"))
     try:
         rows = []
@@ -126,7 +124,8 @@ def main() -> None:
     for r in rows:
         print(f"{r['trials']:>7} {r['collect_s']:>10.2f} {r['report_s']:>9.2f} "
               f"{r['total_s']:>8.2f}")
-    print(json.dumps({"rows": rows, "ratio": rows[1]["total_s"] / rows[0]["total_s"]}))
+    bench.emit("report_speed", rows=rows, baseline="10 trials",
+               ratio=rows[1]["total_s"] / rows[0]["total_s"])
 
 
 if __name__ == "__main__":

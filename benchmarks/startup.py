@@ -14,12 +14,12 @@ embedded Ray, dashboard on as by default; one Ray at a time), stopped after 2 ge
 The baseline runs beside it, alternating: ``--islands-per-process 1``, one Ray worker
 process per island (how every run started before islands sharing a CPU shared a process).
 Each configuration runs ``--repeats`` times and the fastest counts (other load only slows).
-Prints a table and a final JSON line.
+Prints a table and a final JSON line (``islands.output.benchmarking``; ``ratio``: first report,
+default over baseline, at the largest island count).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from islands.output import benchmarking as bench
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = {"grouped (default)": [], "one process per island": ["--islands-per-process", "1"]}
@@ -55,12 +57,12 @@ def measure(env: str, n: int, extra: list[str]) -> dict:
             "command_s": command, "ray_warnings": len(warnings)}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    p = bench.parser(__doc__)
     p.add_argument("--islands", default="1,4,16", help="island counts, comma-separated")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--env", default="CartPole-v1")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     counts = [int(x) for x in args.islands.split(",")]
     best: dict[tuple[int, str], dict] = {}
     for _ in range(args.repeats):
@@ -79,14 +81,17 @@ def main() -> None:
         print(f"{n:7d} | {mode:24} | {r['first_report_s']:14.1f} | {r['startup_s']:9.1f} "
               f"| {r['command_s']:9.1f} | {r['ray_warnings']:12d}")
     base, new = "one process per island", "grouped (default)"
-    out = {"env": args.env, "cpus": os.cpu_count(), "startup": {
+    startup = {
         str(n): {"first_report_s": round(best[(n, new)]["first_report_s"], 2),
                  "baseline_first_report_s": round(best[(n, base)]["first_report_s"], 2),
                  "ratio_vs_baseline": round(best[(n, new)]["first_report_s"]
                                             / best[(n, base)]["first_report_s"], 3),
                  "ray_warnings": best[(n, new)]["ray_warnings"]}
-        for n in counts}}
-    print(json.dumps(out))
+        for n in counts}
+    bench.emit("startup", rows=[{"islands": n, "processes": mode, **r}
+                                for (n, mode), r in best.items()],
+               baseline=base, ratio=startup[str(max(counts))]["ratio_vs_baseline"],
+               env=args.env, cpus=os.cpu_count(), startup=startup)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ warm-up generation, times ``--generations`` generations of ``ask()`` + ``tell()`
 fitness, a sphere computed row by row, is not timed), then measures peak memory with
 ``tracemalloc`` (which sees numpy's allocations) over construction plus two generations of
 a fresh instance. Each cell runs in its own process so a slow cell is killed at
-``--max-seconds`` and memory numbers do not mix. ``pop MB`` is the size of one population
+``--seconds`` and memory numbers do not mix. ``pop MB`` is the size of one population
 (popsize x dim float64); a ``peak/pop`` that stays flat as dim grows means linear memory
 (the base class keeps the asked population and hands out a copy, so ~2 is the floor).
 
@@ -15,7 +15,7 @@ Cells are skipped, with the reason in the table, rather than left to hang or swa
 * full ``cmaes`` keeps C and B (n x n float64 each) and temporaries of that size: about
   4 n^2 * 8 bytes (30K dims: 29 GB, 100K: 320 GB), skipped above ``--max-gb``;
 * any cell whose predicted time (the previous size's s/gen scaled by (n/n_prev)^2 for full
-  CMA, n/n_prev otherwise) exceeds ``--max-seconds``.
+  CMA, n/n_prev otherwise) exceeds ``--seconds``.
 
 Full CMA also decomposes C (O(n^3), ``numpy.linalg.eigh``) every ``lazy_update_gap``
 generations (pycma: ``1 / ((c1 + cmu) n 10)``, 8 at 1K dims, 20 at 3K, ~64 at 10K), which
@@ -23,7 +23,8 @@ a few timed generations may never reach; the ``note`` column gives that cost amo
 generation, from an ``eigh`` timed at 1,000 dims in this run (best of 3) scaled by n^3.
 
 Ratios: ``x base`` is s/gen relative to ``openai-es`` at the same dim (plain numpy, the
-cheapest update), measured in the same run. Prints a table and a final JSON line.
+cheapest update), measured in the same run. Prints a table and a final JSON line
+(``islands.output.benchmarking``: a row per cell; no single ratio, each row has its ``x_base``).
 
     python benchmarks/strategy_overhead.py [--dims 1000,3000] [--generations 5]
 """
@@ -43,10 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from islands.output import benchmarking as bench
+from islands.strategies import STRATEGIES, make
 
-from islands.strategies import STRATEGIES, make  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BASELINE = "openai-es"
 
@@ -97,15 +98,15 @@ def time_eigh(n: int) -> float:
     return best
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    p = bench.parser(__doc__)
     p.add_argument("--dims", default="1000,3000,10000,30000,100000")
     p.add_argument("--generations", type=int, default=5)
-    p.add_argument("--max-seconds", type=float, default=60.0, help="budget per cell")
+    bench.add_seconds(p, 60.0, "time budget per cell", old=("--max-seconds",))
     p.add_argument("--max-gb", type=float, default=8.0, help="memory budget per cell")
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--cell", nargs=3, metavar=("NAME", "DIM", "GENS"), help=argparse.SUPPRESS)
-    a = p.parse_args()
+    a = p.parse_args(argv)
     if a.cell:
         print(json.dumps(cell(a.cell[0], int(a.cell[1]), int(a.cell[2]))))
         return
@@ -129,16 +130,16 @@ def main() -> None:
             if name in last:
                 d0, t0 = last[name]
                 est = t0 * (dim / d0) ** (2 if quadratic else 1) * (a.generations + 3)
-                if est > a.max_seconds:
-                    row.update(status="skipped", note=f"est. {est:.0f} s > --max-seconds")
+                if est > a.seconds:
+                    row.update(status="skipped", note=f"est. {est:.0f} s > --seconds")
                     continue
             cmd = [sys.executable, __file__, "--cell", name, str(dim), str(a.generations)]
             try:
                 r = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                   timeout=a.max_seconds)
+                                   timeout=a.seconds)
             except subprocess.TimeoutExpired:
-                row.update(status="timeout", note=f"killed after {a.max_seconds:g} s")
-                last[name] = (dim, a.max_seconds)
+                row.update(status="timeout", note=f"killed after {a.seconds:g} s")
+                last[name] = (dim, a.seconds)
                 continue
             if r.returncode != 0:
                 row.update(status="error", note=r.stderr.strip().splitlines()[-1][:80])
@@ -171,8 +172,8 @@ def main() -> None:
               f"{r.get('x_base', float('nan')):>7.2f} {r['init_s']:>7.3f} {r['peak_mb']:>9.1f} "
               f"{r['pop_mb']:>7.1f} {r['peak_mb'] / r['pop_mb']:>8.1f} {r['maxrss_mb']:>7.0f}  "
               f"{r['note']}")
-    print(json.dumps({"benchmark": "strategy_overhead", "baseline": BASELINE,
-                      "generations": a.generations, "eigh_1000_s": eig1k, "cells": rows}))
+    bench.emit("strategy_overhead", rows=rows, baseline=BASELINE, ratio=None,
+               generations=a.generations, eigh_1000_s=eig1k)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,14 @@ both reach the target), and with ``--audit-episodes`` an independent re-test of 
 solution (``islands.evaluate`` on its default seed, a range no run uses). Medians are
 Kaplan-Meier medians with 95% intervals: an unsolved run is censored at its own totals, and a
 solved run that left no count (an older summary) counts at its totals, an upper bound.
-Table, then a final JSON line with the medians, the worst run and the audit's pass rate.
-With ``--variant`` (repeated), every seed runs each variant in turn, and the JSON line has
-one summary per variant and its median run wall as a ratio to the first variant's.
+Table, then a final JSON line (``islands.output.benchmarking``) with the medians, the worst run and
+the audit's pass rate. With ``--variant`` (repeated), every seed runs each variant in turn,
+and the JSON line has one summary per variant (``rows``, ``variants``) and its median run
+wall as a ratio to the first variant's (the baseline; ``ratio``: the second variant's).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -31,8 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from islands.output import benchmarking as bench
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # islands.experiment.stats, from a checkout
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -147,14 +148,13 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, flags.split()
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                epilog="Arguments after -- go to the launcher unchanged.")
+def main(argv: list[str] | None = None) -> int:
+    p = bench.parser(__doc__, epilog="Arguments after -- go to the launcher unchanged.")
     p.add_argument("--env", default="LunarLander-v3")
     p.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 1,4,7 (default: 0-9)")
     p.add_argument("--islands", type=int, default=2)
-    p.add_argument("--timeout", type=float, default=3600,
-                   help="each run's --time-budget (seconds), unless flags after -- set one")
+    bench.add_seconds(p, 3600, "each run's --time-budget, unless flags after -- set one",
+                      old=("--timeout",))
     p.add_argument("--variant", action="append", metavar="NAME=FLAGS", default=[],
                    help="compare launcher variants, run in turn on every seed (the first is "
                    "the baseline of the ratios), e.g. --variant row= --variant "
@@ -162,19 +162,18 @@ def main() -> int:
     p.add_argument("--audit-episodes", type=int, default=100,
                    help="re-test each saved solution on this many fresh episodes with "
                    "islands.evaluate (0: no audit; default: 100)")
-    p.add_argument("--keep", metavar="DIR", default=None,
-                   help="keep each seed's run directory as DIR/s<seed> (default: a temporary "
-                   "directory, removed at the end)")
-    args, extra = p.parse_known_args()
+    bench.add_out(p, None, "keep each seed's run directory as DIR/s<seed> (default: a "
+                  "temporary directory, removed at the end)", old=("--keep",))
+    args, extra = p.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
     variants = [parse_variant(v) for v in args.variant] or [("", [])]
     rows: dict[str, list[dict]] = {name: [] for name, _ in variants}
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(args.keep) if args.keep else Path(tmp)
+        base = Path(args.out) if args.out else Path(tmp)
         for seed in parse_seeds(args.seeds):
             for name, flags in variants:  # interleaved: a noisy spell hits every variant
                 out = base / f"{name + '-' if name else ''}s{seed}"
-                r = run_seed(args.env, args.islands, seed, [*flags, *extra], out, args.timeout)
+                r = run_seed(args.env, args.islands, seed, [*flags, *extra], out, args.seconds)
                 r["audit_mean"] = audit(out, args.audit_episodes)
                 rows[name].append(r)
                 print(f"{name + '  ' if name else ''}seed {seed:>3}  solved "
@@ -191,8 +190,10 @@ def main() -> int:
               f"(Kaplan-Meier) {_interval(s['km_wall_to_solve'])} s, episodes "
               f"{_interval(s['km_episodes_to_solve'], ',.0f')}; worst run "
               f"{s['worst_run_wall_s']:.1f} s; audit passed {s['audit_passed']}/{s['audited']}")
-    out = {"benchmark": "time_to_solve", "env": args.env, "islands": args.islands,
-           "launcher_flags": extra}
+    out = {"env": args.env, "islands": args.islands, "launcher_flags": extra}
+    rows = [{"variant": name, **{k: v for k, v in s.items() if k != "per_seed"}}
+            for name, s in sums.items()]
+    baseline = ratio = None
     if len(variants) == 1 and not variants[0][0]:
         out.update(sums[""])
     else:
@@ -200,7 +201,11 @@ def main() -> int:
         out["variants"] = {name: {"flags": flags, **sums[name],
                                   "median_wall_ratio": sums[name]["median_run_wall_s"]
                                   / first["median_run_wall_s"]} for name, flags in variants}
-    print(json.dumps(out))
+        for r in rows:
+            r["median_wall_ratio"] = out["variants"][r["variant"]]["median_wall_ratio"]
+        baseline = variants[0][0]
+        ratio = rows[1]["median_wall_ratio"] if len(rows) > 1 else None
+    bench.emit("time_to_solve", rows=rows, baseline=baseline, ratio=ratio, **out)
     return 0
 
 

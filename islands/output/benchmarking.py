@@ -119,9 +119,6 @@ def result(benchmark: str, rows: list, baseline: Any, ratio: float | None, *,
            machine: dict | None = None, commit: str | None = None, **extra: Any
            ) -> dict[str, Any]:
     """The final JSON line's dict: the standard keys first, then the script's own."""
-    clash = sorted(set(extra) & set(STANDARD_KEYS))
-    if clash:
-        raise TypeError(f"{benchmark}: {clash} are standard keys, not extra ones")
     return {"benchmark": benchmark,
             "machine": machine_facts() if machine is None else machine,
             "commit": commit_id() if commit is None else commit,
