@@ -1,6 +1,6 @@
 """Where a BipedalWalker solution's return goes: forward progress against torque cost.
 
-    python benchmarks/walker_torque.py RUN_DIR [--episodes 5] [--seed 0]
+    python -m islands.output.walker_torque RUN_DIR [--episodes 5] [--seed 0]
 
 Replays ``RUN_DIR/solution.npz`` in Gymnasium's BipedalWalker-v3 (its frozen observation
 statistics, as the test does) and splits each episode's return. BipedalWalker charges
@@ -20,12 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def episode(env, ctrl, seed: int) -> tuple[dict, np.ndarray]:
@@ -51,24 +47,25 @@ def episode(env, ctrl, seed: int) -> tuple[dict, np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m islands.output.walker_torque",
+                                description=__doc__.split("\n")[0])
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--episodes", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     import gymnasium
 
-    from islands.evaluate import Controller
-    from islands.output.rundir import load_solution
+    from ..evaluate import Controller
+    from ..persistence.solution import load_solution
 
     try:
         sol = load_solution(args.run_dir)
     except (FileNotFoundError, ValueError) as e:
-        print(f"walker_torque.py: {e}", file=sys.stderr)
+        print(f"islands.output.walker_torque: {e}", file=sys.stderr)
         return 2
     if sol["env"]["env_id"] != "BipedalWalker-v3" or not sol["env"].get("obs_norm"):
-        print("walker_torque.py: needs a BipedalWalker-v3 solution trained with obs_norm",
-              file=sys.stderr)
+        print("islands.output.walker_torque: needs a BipedalWalker-v3 solution trained with "
+              "obs_norm", file=sys.stderr)
         return 2
     env, ctrl = gymnasium.make("BipedalWalker-v3"), Controller(sol)
     rows, seen = [], []

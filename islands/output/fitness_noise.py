@@ -1,6 +1,6 @@
 """How much of an island's one-episode ranking is noise: measured on a run's checkpoint.
 
-    python benchmarks/fitness_noise.py RUN_DIR [--island 0] [--columns 4] [--seed 0]
+    python -m islands.output.fitness_noise RUN_DIR [--island 0] [--columns 4] [--seed 0]
 
 Loads the island's checkpoint (strategy state and observation statistics), samples one
 population from its strategy and evaluates every genome on ``--columns`` independent
@@ -27,23 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 
 def load_island(run: Path, island: int):
     """(eval_spec, strategy, island state) from the run's checkpoint: the strategy rebuilt
     as the island built it and loaded; the state as stored (obs_stats, build, ...)."""
-    from islands import strategies
-    from islands.config import parse_args, resolve
-    from islands.persistence import plainstate
-    from islands.persistence.storage import island_file
+    from .. import strategies
+    from ..config import parse_args, resolve
+    from ..persistence import plainstate
+    from ..persistence.storage import island_file
 
     cfg = resolve(parse_args(["--config", str(run / "config.yaml")]), check_env=False)
     state = plainstate.load(run / "checkpoints" / island_file(island))
@@ -85,7 +81,8 @@ def noise_figures(R: np.ndarray) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m islands.output.fitness_noise",
+                                description=__doc__.split("\n")[0])
     p.add_argument("run", type=Path)
     p.add_argument("--island", type=int, default=0)
     p.add_argument("--columns", type=int, default=4, help="episodes per genome (>= 2)")

@@ -1,13 +1,14 @@
 """Late-phase A/B: how fast do strategies improve an island from the same checkpoint?
 
-    python benchmarks/late_phase_ab.py RUN_DIR --island 1 --minutes 15 \
+    python -m islands.output.late_phase_ab RUN_DIR --island 1 --seconds 900 \
         --arm cmaes --arm sep-cmaes [--arm cmaes:episodes=2] [--test-every 60]
 
 Hard tasks stall near their target (BipedalWalker: a walker at 280 that should reach 300),
-and a whole run per variant costs an hour. This script starts every arm from the island's
-checkpoint of a finished (or copied) run and lets each evolve alone for the same wall time,
-all arms side by side, one process per arm pinned to its own CPU (so run as many arms as
-the machine has CPUs, and nothing else beside them):
+and a whole run per variant costs an hour. This module starts every arm from the island's
+checkpoint of a finished (or copied) run and lets each evolve alone for the same wall time
+(``--seconds``; the old ``--minutes`` still works), all arms side by side, one process per
+arm pinned to its own CPU (so run as many arms as the machine has CPUs, and nothing else
+beside them):
 
 * ``cmaes`` (the run's own strategy): the checkpoint loaded as it is, so it continues
   exactly as the run would have without migration;
@@ -24,18 +25,16 @@ training episodes it ran.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing as mp
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from . import benchmarking
+
 TEST_SEED = 2**30 + 777_000  # among the test seeds (islands.seeds): no training episode
 
 
@@ -49,12 +48,11 @@ def build_core(run: Path, island: int, arm: str):
     """An IslandCore for ``arm`` started from the run's checkpoint of ``island``."""
     import dataclasses
 
-    from fitness_noise import load_island  # the checkpoint's strategy, rebuilt and loaded
-
-    from islands.config import parse_args, resolve
-    from islands.island.core import IslandCore
-    from islands.persistence.checkpointing import CheckpointSpec
-    from islands.planning import plan_islands
+    from ..config import parse_args, resolve
+    from ..island.core import IslandCore
+    from ..persistence.checkpointing import CheckpointSpec
+    from ..planning import plan_islands
+    from .fitness_noise import load_island  # the checkpoint's strategy, rebuilt and loaded
 
     name, opts = parse_arm(arm)
     cfg = resolve(parse_args(["--config", str(run / "config.yaml")]), check_env=False)
@@ -83,7 +81,7 @@ def run_arm(run: Path, island: int, arm: str, cpu: int, seconds: float, test_eve
     import torch
 
     torch.set_num_threads(1)
-    from islands.evaluate import test_genome
+    from ..evaluate import test_genome
 
     core, cfg = build_core(run, island, arm)
     spec = cfg.eval_spec().replace(episodes=20)
@@ -107,11 +105,12 @@ def run_arm(run: Path, island: int, arm: str, cpu: int, seconds: float, test_eve
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = benchmarking.parser(__doc__, prog="python -m islands.output.late_phase_ab")
     p.add_argument("run", type=Path)
     p.add_argument("--island", type=int, default=0)
     p.add_argument("--arm", action="append", required=True)
-    p.add_argument("--minutes", type=float, default=15.0)
+    benchmarking.add_seconds(p, 900.0, "wall time every arm evolves")
+    benchmarking.renamed(p, "--minutes", "--seconds", scale=60.0, type=float)
     p.add_argument("--test-every", type=float, default=60.0)
     a = p.parse_args(argv)
     cpus = sorted(os.sched_getaffinity(0))
@@ -119,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"{len(a.arm)} arms but {len(cpus)} CPUs: one CPU per arm")
     q: mp.Queue = mp.get_context("spawn").Queue()
     procs = [mp.get_context("spawn").Process(
-        target=run_arm, args=(a.run, a.island, arm, cpus[k], a.minutes * 60, a.test_every, q))
+        target=run_arm, args=(a.run, a.island, arm, cpus[k], a.seconds, a.test_every, q))
         for k, arm in enumerate(a.arm)]
     for pr in procs:
         pr.start()
