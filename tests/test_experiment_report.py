@@ -23,6 +23,8 @@ import pytest
 from islands.config import from_dict, resolve
 from islands.envdefaults import env_defaults
 from islands.experiment import names
+from islands.experiment.cells import per_config, speedup_table
+from islands.experiment.collect import CURVE_COLUMNS, RUN_COLUMNS, collect
 from islands.experiment.report import (
     REPORTS,
     scaling_answer,
@@ -30,15 +32,7 @@ from islands.experiment.report import (
     speedup_sentence,
     write_report,
 )
-from islands.experiment.results import (
-    CURVE_COLUMNS,
-    RUN_COLUMNS,
-    collect,
-    load,
-    per_config,
-    speedup_table,
-    write_results,
-)
+from islands.experiment.store import load, write_results
 from islands.output.rundir import METRIC_COLUMNS, RunDir
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "experiment_analysis.ipynb"
@@ -699,7 +693,7 @@ def test_solved_means_confirmed_and_reports_give_the_confirmation_mean(tmp_path)
     text = assert_report_ok(exp)
     assert "| tested | median confirmation mean | median selecting test |" in text
     assert "| 3 | 185 | 210 |" in text and "unconfirmed" not in text
-    from islands.experiment.results import solved_of
+    from islands.experiment.collect import solved_of
 
     assert solved_of({"solved": True}) == (True, None)  # an older summary
     # --retest-episodes 0: solved on the selecting test, no confirmation ran

@@ -5,8 +5,10 @@ islands.experiment run experiments/X.yaml --scale laptop``).
 - ``spec``: the experiment YAML -> :class:`ExperimentSpec` at one scale, its
   :class:`Trial` s and their launcher configs (plain Python, no Ray).
 - ``provenance``: commit, machine, versions and env-table rows, recorded when it starts.
-- ``results``, ``stats``: every trial of an experiment directory -> a row with its status;
-  per-cell statistics with 95% intervals (Kaplan-Meier, Wilson, log-rank on scipy).
+- ``collect``: every trial of an experiment directory -> a row with its status, and the
+  learning curves; ``store``: those tables as ``results.parquet`` / ``curves.parquet``.
+- ``cells``, ``stats``: per-cell statistics with 95% intervals (Kaplan-Meier, Wilson,
+  log-rank on scipy), the speedup table.
 - ``reporting``, ``report``, ``scaling_report``, ``figures``: ``report.md`` and its figures.
 - ``cli`` (``__main__``): the command; the Tune runner is ``islands.runtime.sweep``.
 """

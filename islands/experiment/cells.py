@@ -1,4 +1,4 @@
-"""Per-cell statistics over an experiment's results table (:mod:`.results`): what a report
+"""Per-cell statistics over an experiment's results table (:mod:`.collect`): what a report
 puts in one cell of its tables, and 8.4's speedup table.
 
 A cell is a configuration's runs that ran. Its times to solve are Kaplan-Meier medians
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import stats
+from .stats import kaplan_meier, ratio_interval, wilson
 
 # What became of a trial. ``timeout``: stopped by the clock (``time_budget``) unsolved;
 # ``unsolved``: stopped on its evaluation (or generation) budget; ``missing``: not run yet
@@ -96,9 +96,9 @@ def cell_stats(runs: pd.DataFrame) -> dict[str, Any]:
     median confirmation and selecting-test means, solved runs counted at their totals or
     unconfirmed, and the most trials that ran beside its runs."""
     n, k = len(runs), int(runs["solved"].sum()) if len(runs) else 0
-    lo, hi = stats.wilson(k, n)
-    ev = stats.kaplan_meier(runs["evals_used"], runs["solved"])
-    wall = stats.kaplan_meier(runs["wall_used"], runs["solved"])
+    lo, hi = wilson(k, n)
+    ev = kaplan_meier(runs["evals_used"], runs["solved"])
+    wall = kaplan_meier(runs["wall_used"], runs["solved"])
     early = censored_by_evals(runs) if n else 0
     counts = runs["status"].value_counts()
     solved = runs["solved"].astype(bool)
@@ -172,7 +172,7 @@ def speedup_table(results: pd.DataFrame) -> pd.DataFrame:
     e0 = (t["evals_to_solve"].iloc[0], t["evals_low"].iloc[0], t["evals_high"].iloc[0])
     t["algorithmic"] = [e0[0] / e if 0 < e < math.inf and math.isfinite(e0[0]) else math.nan
                         for e in t["evals_to_solve"]]
-    bounds = [stats.ratio_interval((e0[1], e0[2]), (lo, hi))
+    bounds = [ratio_interval((e0[1], e0[2]), (lo, hi))
               for lo, hi in zip(t["evals_low"], t["evals_high"], strict=True)]
     bounds[0] = (1.0, 1.0) if math.isfinite(e0[0]) else bounds[0]  # the baseline itself
     t["algorithmic_low"], t["algorithmic_high"] = zip(*bounds, strict=True)

@@ -153,9 +153,11 @@ def _execute(exp_dir: Path, resume: bool, address: str | None, dashboard: bool,
 
 
 def _report(exp_dir: Path) -> int:
+    from .cells import ran
+    from .collect import read_meta
     from .provenance import table_changes
     from .report import write_report
-    from .results import kept, load, ran, read_meta, write_results
+    from .store import kept, load, write_results
 
     # the runs' files collected again (the reading code may have changed since); a copy kept
     # without its runs (docs/results) renders from its results.parquet

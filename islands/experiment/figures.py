@@ -1,5 +1,5 @@
 """The figures of an experiment report, each drawn from the ``results`` / ``curves`` tables
-(:mod:`islands.experiment.results`) and returned as a matplotlib Figure.
+(:mod:`islands.experiment.collect`) and returned as a matplotlib Figure.
 
 ``report.py`` saves them as PNG; ``notebooks/experiment_analysis.ipynb`` shows the same
 figures. They are built on ``matplotlib.figure.Figure`` with an Agg canvas rather than

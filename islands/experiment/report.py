@@ -37,6 +37,7 @@ import pandas as pd
 
 from . import figures, names, stats
 from .cells import per_config, score_of
+from .collect import param_value
 from .mujoco_report import mujoco_report
 from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's too)
     ALPHA,
@@ -55,7 +56,6 @@ from .reporting import (  # noqa: F401  (fmt, md_table, header: the notebook's t
     rate_cell,
     with_interval,
 )
-from .results import load, param_value
 from .scaling_report import (  # noqa: F401  (the notebook and tests use them from here)
     network_scaling_report,
     scaling_answer,
@@ -64,6 +64,7 @@ from .scaling_report import (  # noqa: F401  (the notebook and tests use them fr
     worker_scaling_report,
 )
 from .shape_report import islands_vs_one_report
+from .store import load
 
 
 # ---- generic ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pandas as pd
 
 from . import figures, names, provenance
 from .cells import FAILED, per_config, ran
-from .results import missing_trials, param_value
+from .collect import missing_trials, param_value
 
 ALPHA = 0.05  # significance level of the head-to-head tests (8.5)
 MIN_RUNS = 5  # fewer runs in a cell: no difference is claimed

@@ -12,7 +12,7 @@
 - 8.4 worker scaling: efficiency = A(k) x R(k), the algorithmic factor E(k0) / E(k)
   (evaluations to solve, counted on any machine) times the system factor r(k) / r(k0)
   (evaluations per second per island, measured only where each island had a core of its
-  own and no other trial ran beside it); :func:`islands.experiment.results.speedup_table`.
+  own and no other trial ran beside it); :func:`islands.experiment.cells.speedup_table`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,21 @@
-"""An experiment's trials as two tables: ``results`` (one row per planned trial) and
-``curves`` (one row per island report, with the archipelago's best so far).
+"""Reading an experiment directory into two tables: ``results`` (one row per planned
+trial, with what became of it) and ``curves`` (one row per island report, with the
+archipelago's best so far). :mod:`.store` writes them to parquet and reads them back.
 
 Reads only what the launcher leaves in ``runs/<trial>/`` (``summary.json``,
 ``metrics.parquet``, ``config.yaml``) plus the runner's ``trial.json``, Tune's ``error.txt``
 and the experiment's ``experiment.json``, as plain files: no Ray, and nothing from the spec
-module, so a report can be rendered anywhere the directory is copied to (a copy without
-``runs/``, as kept in docs/results, renders from its ``results.parquet``).
+module, so a report can be rendered anywhere the directory is copied to.
 
-Every trial is a row with a ``status`` (:data:`STATUSES`) and its ``reason``: a run that
-crashed or ran out of memory stays in its cell as a failure, and times to solve are survival
-data: ``evals_used`` / ``episodes_used`` / ``wall_used`` are the time to solve of a solved
-run and, for the others, the budget they stopped on (censored there). A run is solved when
-its selecting test *and* its confirmation on fresh episodes reached the target
-(``confirmed``; None: solved on its test alone, in a summary written before confirmations).
+Every trial is a row with a ``status`` (:data:`.cells.STATUSES`) and its ``reason``
+(:func:`status_of`): a run that crashed or ran out of memory stays in its cell as a
+failure, and times to solve are survival data: ``evals_used`` / ``episodes_used`` /
+``wall_used`` are the time to solve of a solved run and, for the others, the budget they
+stopped on (censored there). A run is solved when its selecting test *and* its confirmation
+on fresh episodes reached the target (``confirmed``; None: solved on its test alone, in a
+summary written before confirmations). Columns that mix Python types are stored as strings
+(:func:`_parquet_safe`), so the table collected here and the one read back from
+``results.parquet`` render the same report.
 """
 
 from __future__ import annotations
@@ -27,16 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import names
-from .cells import (  # noqa: F401  (per_config, speedup_table: the notebook's, from here)
-    FAILED,
-    SPEEDUP_COLUMNS,
-    STATUSES,
-    complete,
-    per_config,
-    ran,
-    speedup_table,
-)
+from .cells import FAILED, complete
+from .names import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 
 # Per-run columns after ``trial, label, seed, config`` and the grid fields. ``test_mean``:
 # the selecting test's mean (the first test to reach the target, or the best: biased
@@ -62,7 +57,7 @@ _TOTALS = ("total_evals", "total_episodes", "total_env_steps", "wall_s")
 # ---- small readers ---------------------------------------------------------------------
 def read_meta(exp_dir: str | os.PathLike) -> dict[str, Any]:
     """``experiment.json`` (``{"spec": {}, "trials": []}`` when it is absent)."""
-    path = Path(exp_dir) / names.EXPERIMENT_JSON
+    path = Path(exp_dir) / EXPERIMENT_JSON
     meta = json.loads(path.read_text()) if path.exists() else {}
     meta.setdefault("spec", {})
     meta.setdefault("trials", [])
@@ -106,7 +101,7 @@ def _num(v: Any) -> float:
 # ---- one run ---------------------------------------------------------------------------
 def _trial_info(run: Path, meta: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     """trial.json, else the experiment's trial entry, else the directory name."""
-    info = _read_json(run / names.TRIAL_JSON)
+    info = _read_json(run / TRIAL_JSON)
     if not info:
         planned = {t.get("trial_id"): t for t in meta["trials"]}
         info = dict(planned.get(run.name, {}))
@@ -187,7 +182,7 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
 
 def _tune_error(exp: Path, trial: str) -> str:
     """The last line of Tune's error.txt for ``trial`` (empty when it has none)."""
-    for path in sorted((exp / names.TUNE_DIR).glob(f"*trial={trial}_*/error.txt")):
+    for path in sorted((exp / TUNE_DIR).glob(f"*trial={trial}_*/error.txt")):
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()
                  if ln.strip()]
         if lines:
@@ -235,7 +230,7 @@ def config_label(params: dict[str, Any], grid: list[str]) -> str:
 
 def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
              grid: list[str]) -> tuple[dict, pd.DataFrame]:
-    run = exp / names.RUNS_DIR / str(planned.get("trial_id"))
+    run = exp / RUNS_DIR / str(planned.get("trial_id"))
     # a trial that failed before its launcher wrote config.yaml: what the experiment set
     cfg = _read_yaml(run / "config.yaml") or {**(meta["spec"].get("base") or {}),
                                               **(meta["spec"].get("budget") or {}),
@@ -245,7 +240,7 @@ def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
     metrics = pd.read_parquet(mpath) if mpath.exists() else pd.DataFrame(
         columns=["island", "generation", "wall_s", "best_so_far", "total_evals",
                  "total_env_steps"])
-    record = _read_json(run / names.TRIAL_JSON)
+    record = _read_json(run / TRIAL_JSON)
     info = _trial_info(run, meta, cfg)
     status, reason = status_of(summary, record, "" if summary else _tune_error(exp, run.name))
     fixed = _run_columns(summary, cfg, metrics) | {"status": status, "reason": reason}
@@ -275,7 +270,7 @@ def _curve(metrics: pd.DataFrame, trial: str, seed: int | None) -> pd.DataFrame:
 # ---- the experiment --------------------------------------------------------------------
 def finished_runs(exp_dir: str | os.PathLike) -> list[Path]:
     """``runs/<trial>/`` directories that hold a ``summary.json``, in trial order."""
-    runs = Path(exp_dir) / names.RUNS_DIR
+    runs = Path(exp_dir) / RUNS_DIR
     dirs = [p for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
     return sorted((p for p in dirs if (p / "summary.json").exists()),
                   key=lambda p: _natural(p.name))
@@ -347,56 +342,6 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
             if len(types - {int, float}) and len(types) > 1:
                 df[c] = df[c].map(lambda v: None if v is None else str(v))
     return df
-
-
-def _write_parquet(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)  # a reader never sees half a file
-
-
-def write_results(exp_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Collect and write ``results.parquet`` and ``curves.parquet``; returns both."""
-    results, curves = collect(exp_dir)
-    _write_parquet(results, Path(exp_dir) / names.RESULTS)
-    _write_parquet(curves, Path(exp_dir) / names.CURVES)
-    return results, curves
-
-
-def _stale(exp_dir: Path) -> bool:
-    """The parquet files are missing, or a run finished after they were written."""
-    paths = [exp_dir / names.RESULTS, exp_dir / names.CURVES]
-    if not all(p.exists() for p in paths):
-        return True
-    written = min(p.stat().st_mtime for p in paths)
-    files = [*(exp_dir / names.RUNS_DIR).glob(f"*/{names.TRIAL_JSON}"),
-             *(exp_dir / names.RUNS_DIR).glob("*/summary.json"),
-             *(exp_dir / names.TUNE_DIR).glob("*/error.txt"), exp_dir / names.EXPERIMENT_JSON]
-    return any(f.exists() and f.stat().st_mtime > written for f in files)
-
-
-def kept(exp_dir: str | os.PathLike) -> bool:
-    """A copy kept without its runs (as in docs/results): ``results.parquet`` and no
-    ``runs/``; its report renders from that table (curves only where kept too)."""
-    exp = Path(exp_dir)
-    return (exp / names.RESULTS).is_file() and not (exp / names.RUNS_DIR).is_dir()
-
-
-def load(exp_dir: str | os.PathLike) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
-    """(experiment.json, results, curves); collects first when the parquet files are
-    missing or older than a run's summary (never for a :func:`kept` copy). A table written
-    before a column existed gets it (:func:`~.cells.complete`)."""
-    exp = Path(exp_dir)
-    meta = read_meta(exp)
-    if kept(exp):
-        results = pd.read_parquet(exp / names.RESULTS)
-        curves = (pd.read_parquet(exp / names.CURVES) if (exp / names.CURVES).is_file()
-                  else pd.DataFrame(columns=list(CURVE_COLUMNS)))
-    elif _stale(exp):
-        results, curves = write_results(exp)
-    else:
-        results, curves = pd.read_parquet(exp / names.RESULTS), pd.read_parquet(exp / names.CURVES)
-    return meta, complete(results), curves
 
 
 def missing_trials(meta: dict[str, Any], results: pd.DataFrame) -> list[str]:
