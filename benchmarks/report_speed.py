@@ -26,7 +26,7 @@ import numpy as np
 
 from islands.config import from_dict, resolve
 from islands.experiment import names as kinds
-from islands.experiment.report import write_report
+from islands.experiment.reports import write_report
 from islands.experiment.store import write_results
 from islands.output import benchmarking as bench
 from islands.output.rundir import METRIC_COLUMNS, RunDir

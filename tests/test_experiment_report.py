@@ -25,13 +25,8 @@ from islands.envdefaults import env_defaults
 from islands.experiment import names
 from islands.experiment.cells import per_config, speedup_table
 from islands.experiment.collect import CURVE_COLUMNS, RUN_COLUMNS, collect
-from islands.experiment.report import (
-    REPORTS,
-    scaling_answer,
-    scaling_sentence,
-    speedup_sentence,
-    write_report,
-)
+from islands.experiment.reports import REPORTS, write_report
+from islands.experiment.reports.scaling import scaling_answer, scaling_sentence, speedup_sentence
 from islands.experiment.store import load, write_results
 from islands.output.rundir import METRIC_COLUMNS, RunDir
 
@@ -192,8 +187,18 @@ def wilson_by_hand(k: int, n: int, z: float = 1.959963984540054) -> tuple[float,
 
 
 # ---- tests -----------------------------------------------------------------------------
-def test_report_kinds_match():
-    assert tuple(REPORTS) == names.REPORT_KINDS
+def test_report_kinds_match(tmp_path):
+    """An experiment file may name exactly the kinds that have a writer (the registry)."""
+    from islands.experiment import ExperimentError, load_experiment
+
+    for kind in [*REPORTS, "no-such-kind"]:
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(f"name: x\nreport: {kind}\nseeds: [0]\n")
+        if kind in REPORTS:
+            assert load_experiment(path, None).report == kind
+        else:
+            with pytest.raises(ExperimentError, match="allowed: " + ", ".join(REPORTS)):
+                load_experiment(path, None)
 
 
 @pytest.fixture(scope="module")
@@ -503,7 +508,7 @@ def test_bipedal_and_pong_answers(tmp_path):
             "confirmations: the runs predate them).") in assert_report_ok(pong)
 
 
-@pytest.mark.parametrize("kind", names.REPORT_KINDS)
+@pytest.mark.parametrize("kind", REPORTS)
 def test_report_of_an_experiment_without_runs(tmp_path, kind):
     exp = make_experiment(tmp_path / "exp", kind, {"islands": [1, 2]}, [0],
                           [("a", {"islands": 1}, 0), ("b", {"islands": 2}, 0)])
@@ -890,7 +895,7 @@ def test_islands_vs_one_compares_each_shape_per_k_and_answers_per_task(tmp_path)
 
 def test_islands_vs_one_says_when_only_the_log_rank_test_separates_the_shapes():
     from islands.experiment import stats
-    from islands.experiment.shape_report import task_answer
+    from islands.experiment.reports.islands_vs_one import task_answer
 
     def arm(shape, spent, solved):
         runs = pd.DataFrame({"episodes_used": spent, "solved": solved})

@@ -424,7 +424,7 @@ def test_arms_are_named_sets_of_fields_that_the_grid_field_arm_runs(tmp_path):
 
 
 def test_islands_vs_one_runs_three_shapes_per_k_on_the_same_cores():
-    from islands.experiment.shape_report import arm_shape
+    from islands.experiment.reports.islands_vs_one import arm_shape
 
     spec = load("islands-vs-one", "laptop")
     shapes = {}

@@ -109,7 +109,7 @@ def test_a_gpu_that_cannot_be_queried_is_not_reported_as_none():
 def test_the_report_states_a_gpu_query_error(tmp_path):
     import pandas as pd
 
-    from islands.experiment.reporting import Context, provenance_lines
+    from islands.experiment.reports.common import Context, provenance_lines
 
     err = "RuntimeError: CUDA driver initialization failed"
     p = {"date": "2026-11-27", "commit": "abc", "cpus": 2, "memory_gb": 1, "gpus": [],

@@ -1,7 +1,7 @@
 """Experiments: a research question as a grid of launcher runs (``python -m
 islands.experiment run experiments/X.yaml --scale laptop``).
 
-- ``names``: shared names (report kinds, scales, the experiment directory's files).
+- ``names``: shared names (scales, the experiment directory's files).
 - ``spec``: the experiment YAML -> :class:`ExperimentSpec` at one scale, its
   :class:`Trial` s and their launcher configs (plain Python, no Ray).
 - ``provenance``: commit, machine, versions and env-table rows, recorded when it starts.
@@ -9,7 +9,8 @@ islands.experiment run experiments/X.yaml --scale laptop``).
   learning curves; ``store``: those tables as ``results.parquet`` / ``curves.parquet``.
 - ``cells``, ``stats``: per-cell statistics with 95% intervals (Kaplan-Meier, Wilson,
   log-rank on scipy), the speedup table.
-- ``reporting``, ``report``, ``scaling_report``, ``figures``: ``report.md`` and its figures.
+- ``reports`` (a module per question, ``common`` for what they share), ``figures``:
+  ``report.md`` and its figures.
 - ``cli`` (``__main__``): the command; the Tune runner is ``islands.runtime.sweep``.
 """
 

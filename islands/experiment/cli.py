@@ -156,7 +156,7 @@ def _report(exp_dir: Path) -> int:
     from .cells import ran
     from .collect import read_meta
     from .provenance import table_changes
-    from .report import write_report
+    from .reports import write_report
     from .store import kept, load, write_results
 
     # the runs' files collected again (the reading code may have changed since); a copy kept

@@ -1,10 +1,11 @@
 """The figures of an experiment report, each drawn from the ``results`` / ``curves`` tables
 (:mod:`islands.experiment.collect`) and returned as a matplotlib Figure.
 
-``report.py`` saves them as PNG; ``notebooks/experiment_analysis.ipynb`` shows the same
-figures. They are built on ``matplotlib.figure.Figure`` with an Agg canvas rather than
-through pyplot: no global backend is switched (the notebook keeps its inline one) and no
-pyplot figure stays open in a long process.
+The report writers (:mod:`.reports`) save them as PNG;
+``notebooks/experiment_analysis.ipynb`` shows the same figures. They are built on
+``matplotlib.figure.Figure`` with an Agg canvas rather than through pyplot: no global
+backend is switched (the notebook keeps its inline one) and no pyplot figure stays open in
+a long process.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def median_curve(curves: pd.DataFrame, x: str = "total_evals",
     return xs, ys.replace([np.inf, -np.inf], np.nan).median(axis=1).to_numpy()
 
 
-def _target_of(results: pd.DataFrame) -> float | None:
+def target_of(results: pd.DataFrame) -> float | None:
+    """The runs' target where they share one, else None."""
     t = results["target"].dropna().unique() if "target" in results else []
     return float(t[0]) if len(t) == 1 else None
 
@@ -79,7 +81,7 @@ def fitness_vs_evals(results: pd.DataFrame, curves: pd.DataFrame, by: str = "con
     fig, ax = new_figure((8.0, 4.8))
     score = score_of(results)[0]
     point = "confirmation mean" if score == "confirmation_mean" else "selecting test"
-    target = _target_of(results) if target is None else target
+    target = target_of(results) if target is None else target
     merged = curves.merge(results[["trial", by]], on="trial")
     groups = list(dict.fromkeys(results[by])) if len(results) else []
     for n, key in enumerate(groups):

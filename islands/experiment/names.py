@@ -1,15 +1,12 @@
-"""Names shared by the experiment modules: report kinds, scales, the experiment directory.
+"""Names shared by the experiment modules: scales, the experiment directory's files, the
+launcher fields an experiment may not set.
 
-Plain data, no imports from the rest of the package, so every experiment module (spec,
-results, report, the Tune runner) can use it without cycles.
+Plain data, no imports from the rest of the package, so every experiment module can use it
+without cycles.
 """
 
 from __future__ import annotations
 
-# What ``report:`` in an experiment YAML may name; ``islands.experiment.report.REPORTS``
-# maps each to the function that writes its report (a test checks the two agree).
-REPORT_KINDS = ("generic", "network-scaling", "bipedal", "pong", "worker-scaling",
-                "neuromod-vs-cmaes", "mujoco", "islands-vs-one")
 SCALES = ("smoke", "laptop", "cluster")
 
 # The experiment directory.

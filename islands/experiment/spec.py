@@ -8,7 +8,7 @@ so a bad value fails before anything runs. Problems: one-line :class:`Experiment
 The format (``experiments/*.yaml``)::
 
     name: network-scaling            # required; letters, digits, '.', '_', '-'
-    report: network-scaling          # a names.REPORT_KINDS entry (default: generic)
+    report: network-scaling          # a key of reports.REPORTS (default: generic)
     question: Up to how many parameters does full CMA-ES still solve LunarLander-v3?
     description: Free text for the report.
     base: {env: LunarLander-v3, islands: 2}   # launcher fields shared by every run
@@ -52,7 +52,8 @@ from typing import Any
 
 from ..config import FIELDS, Config, ConfigError, from_dict, resolve
 from ..config.parse import yaml_problem
-from .names import BUDGET_FIELDS, REPORT_KINDS, RUNNER_FIELDS, SCALES
+from .names import BUDGET_FIELDS, RUNNER_FIELDS, SCALES
+from .reports import REPORTS  # the report kinds: the writers' registry
 
 TOP_KEYS = ("name", "report", "question", "description", "base", "arms", "grid", "seeds",
             "budget", "scales")
@@ -292,9 +293,9 @@ def _check_header(path: str, data: dict[str, Any]) -> dict[str, str]:
     if not isinstance(name, str) or not _NAME.match(name):
         raise _err(path, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
     report = data.get("report") or "generic"  # left empty: the default
-    if report not in REPORT_KINDS:
-        raise _err(path, f"unknown report {report!r}{_hint(str(report), REPORT_KINDS)}; "
-                         f"allowed: {', '.join(REPORT_KINDS)}")
+    if report not in REPORTS:
+        raise _err(path, f"unknown report {report!r}{_hint(str(report), REPORTS)}; "
+                         f"allowed: {', '.join(REPORTS)}")
     texts = {}
     for key in ("question", "description"):
         value = data.get(key) or ""

@@ -1,4 +1,5 @@
-"""The two scaling answers of the research plan, stated with their uncertainty.
+"""The ``network-scaling`` and ``worker-scaling`` reports: the two scaling answers of the
+research plan, stated with their uncertainty.
 
 - 8.1 network scaling: N_max is the largest parameter count at which full CMA-ES solved in
   at least half its runs *at that size and at every smaller size tried* (a size that
@@ -22,9 +23,17 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, stats
-from .cells import per_config, speedup_table
-from .reporting import (
+from ..cells import per_config, speedup_table
+from ..figures import (
+    EFFICIENCY_GOAL,
+    evals_vs_params,
+    s_per_gen_vs_params,
+    speedup_vs_islands,
+    success_vs_params,
+    throughput_vs_islands,
+)
+from ..stats import overlap
+from .common import (
     Context,
     evals_cell,
     few,
@@ -55,10 +64,10 @@ def _overtakes(c: pd.Series, s: pd.Series) -> str | None:
     None (intervals overlap, or too few runs)."""
     if few(c.runs, s.runs):
         return None
-    if s.success_rate > c.success_rate and not stats.overlap(_success(s), _success(c)):
+    if s.success_rate > c.success_rate and not overlap(_success(s), _success(c)):
         return f"success {rate_cell(s)} vs {rate_cell(c)}"
-    same = stats.overlap(_success(s), _success(c))
-    if same and s.solved and not stats.overlap((s.evals_low, s.evals_high),
+    same = overlap(_success(s), _success(c))
+    if same and s.solved and not overlap((s.evals_low, s.evals_high),
                                                (c.evals_low, c.evals_high)) \
             and s.evals_to_solve < c.evals_to_solve:
         return (f"success not different, median evaluations to solve "
@@ -148,9 +157,9 @@ def network_scaling_report(ctx: Context) -> list[str]:
             f"**N_max** (largest network that full CMA-ES solved in >= half its runs, at that "
             f"size and every smaller one): {n_max}.", "",
             f"**Answer.** {scaling_sentence(ans, env)}", "",
-            ctx.figure("success_vs_params", figures.success_vs_params(r), "success rate"),
-            ctx.figure("evals_vs_params", figures.evals_vs_params(r), "evaluations to solve"),
-            ctx.figure("s_per_gen_vs_params", figures.s_per_gen_vs_params(r),
+            ctx.figure("success_vs_params", success_vs_params(r), "success rate"),
+            ctx.figure("evals_vs_params", evals_vs_params(r), "evaluations to solve"),
+            ctx.figure("s_per_gen_vs_params", s_per_gen_vs_params(r),
                        "seconds per generation"), ""]
 
 
@@ -169,7 +178,7 @@ def _k_verdict(r: pd.Series, k0: float, cores: float | None) -> tuple[str, str]:
                               f"not measured here{where}")
     eff = with_interval(r.efficiency, r.efficiency_low, r.efficiency_high)
     clause = f"k = {r.islands:g}: efficiency {eff} (A = {a}, R = {fmt(r.system, 3)})"
-    goal = figures.EFFICIENCY_GOAL
+    goal = EFFICIENCY_GOAL
     if math.isnan(r.efficiency) or few(r.runs):
         return "open", clause + f"; no conclusion (n = {r.runs})"
     if r.efficiency_low > goal:
@@ -191,14 +200,14 @@ def _bound_verdict(r: pd.Series, cores: float | None) -> tuple[str, str]:
               f"{fmt(r.system, 3)})")
     if few(r.runs):
         return "open", clause + f"; no conclusion (n = {r.runs})"
-    if bound > figures.EFFICIENCY_GOAL:
+    if bound > EFFICIENCY_GOAL:
         return "meets", clause
-    return "open", clause + f"; the bound does not reach {figures.EFFICIENCY_GOAL:g}"
+    return "open", clause + f"; the bound does not reach {EFFICIENCY_GOAL:g}"
 
 
 def _upper_verdict(r: pd.Series, k0: float, cores: float | None) -> tuple[str, str]:
     """E(k) not reached, E(k0) reached: A(k) has an upper bound only."""
-    goal = figures.EFFICIENCY_GOAL
+    goal = EFFICIENCY_GOAL
     a = (f"A < {fmt(r.algorithmic_upper, 3)} (E({r.islands:g}) not reached within its "
          "budget)")
     if r.system_measured:
@@ -276,6 +285,6 @@ def worker_scaling_report(ctx: Context) -> list[str]:
               "moves with how far the runs got. T(k): where R(k) was measured.", "",
               *footnotes(r, t)]
     return lines + [f"**Answer.** {speedup_sentence(t, cores)}", "",
-                    ctx.figure("speedup_vs_islands", figures.speedup_vs_islands(r), "speedup"),
-                    ctx.figure("throughput_vs_islands", figures.throughput_vs_islands(r),
+                    ctx.figure("speedup_vs_islands", speedup_vs_islands(r), "speedup"),
+                    ctx.figure("throughput_vs_islands", throughput_vs_islands(r),
                                "throughput"), ""]

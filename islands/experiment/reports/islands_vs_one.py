@@ -19,9 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, stats
-from .cells import cell_stats, ran
-from .reporting import Context, fmt, footnotes, km_cell, md_table, wall_cell
+from ..cells import cell_stats, ran
+from ..figures import km_curves
+from ..stats import KM, kaplan_meier, logrank, overlap
+from .common import Context, fmt, footnotes, km_cell, md_table, wall_cell
 
 SHAPES = ("islands", "isolated", "one")  # in the order the table lists them
 
@@ -35,8 +36,8 @@ def arm_shape(fields: dict[str, Any]) -> tuple[str, int]:
     return ("isolated" if fields.get("migrants") == 0 else "islands"), islands
 
 
-def _km(runs: pd.DataFrame) -> stats.KM:
-    return stats.kaplan_meier(runs["episodes_used"], runs["solved"])
+def _km(runs: pd.DataFrame) -> KM:
+    return kaplan_meier(runs["episodes_used"], runs["solved"])
 
 
 def task_rows(runs: pd.DataFrame, arms: dict[str, dict]) -> pd.DataFrame:
@@ -69,9 +70,9 @@ def compare(a: pd.Series, b: pd.Series) -> dict[str, Any]:
     needs fewer episodes), whether their 95% intervals are apart, the log-rank p."""
     ka, kb = a["_km"], b["_km"]
     ra, rb = a["_runs"], b["_runs"]
-    p = stats.logrank(ra["episodes_used"], ra["solved"], rb["episodes_used"], rb["solved"])
+    p = logrank(ra["episodes_used"], ra["solved"], rb["episodes_used"], rb["solved"])
     ratio = ka.median / kb.median if kb.median and math.isfinite(kb.median) else math.nan
-    apart = not stats.overlap((ka.low, ka.high), (kb.low, kb.high))
+    apart = not overlap((ka.low, ka.high), (kb.low, kb.high))
     return {"ratio": ratio, "apart": apart, "p": p}
 
 
@@ -134,7 +135,7 @@ def islands_vs_one_report(ctx: Context) -> list[str]:
     for env, runs in done.groupby("env", sort=False):
         t = task_rows(runs, arms)
         shown = t[[c for c in t.columns if not c.startswith("_")]]
-        fig = figures.km_curves(runs, by="arm", x="episodes_used")
+        fig = km_curves(runs, by="arm", x="episodes_used")
         fig.axes[0].set_xlabel("training episodes (all islands)")
         out += [f"### {env}", "", *md_table(shown), "",
                 ctx.figure(f"km_episodes_{env}", fig, f"{env}: runs not yet solved"), ""]

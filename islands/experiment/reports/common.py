@@ -1,7 +1,8 @@
 """What every experiment report shares: cell formatting (values with their 95% intervals),
 the :class:`Context` a report writer reads, and the header (question, reproduce command,
 settings, provenance, what became of every trial, the per-configuration table and its
-Kaplan-Meier figure). :mod:`.report` and :mod:`.scaling_report` write the answers.
+Kaplan-Meier figure), and the appendix of resolved launcher configurations:
+:func:`islands.experiment.reports.write_report` puts them around each kind's answer.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import figures, names, provenance
-from .cells import FAILED, per_config, ran
-from .collect import missing_trials, param_value
+from ..cells import FAILED, per_config, ran
+from ..collect import missing_trials, param_value
+from ..figures import km_curves, save_figure
+from ..names import FIGURES_DIR, RUNS_DIR
+from ..provenance import commit, gpu_line, table_changes
 
 ALPHA = 0.05  # significance level of the head-to-head tests (8.5)
 MIN_RUNS = 5  # fewer runs in a cell: no difference is claimed
@@ -121,11 +124,11 @@ class Context:
 
     def figure(self, name: str, fig: Any, caption: str) -> str:
         """Save ``fig`` as figures/<name>.png; the markdown that shows it."""
-        folder = self.exp_dir / names.FIGURES_DIR
+        folder = self.exp_dir / FIGURES_DIR
         folder.mkdir(exist_ok=True)
-        figures.save_figure(fig, folder / f"{name}.png")
+        save_figure(fig, folder / f"{name}.png")
         self.saved.append(folder / f"{name}.png")
-        return f"![{caption}]({names.FIGURES_DIR}/{name}.png)"
+        return f"![{caption}]({FIGURES_DIR}/{name}.png)"
 
 
 # ---- what every report starts with -----------------------------------------------------
@@ -158,16 +161,16 @@ def provenance_lines(ctx: Context) -> list[str]:
         return lines + ["- commit, machine, versions: not recorded (an experiment started "
                         "before the runner recorded them)", ""]
     v = p.get("versions") or {}
-    gpus = provenance.gpu_line(p)
+    gpus = gpu_line(p)
     lines += [f"- started: {p.get('date')}, commit `{p.get('commit')}`",
               f"- machine: {p.get('cpus')} CPUs, {p.get('memory_gb')} GiB, GPU: {gpus} "
               f"({p.get('platform')})",
               "- versions: " + ", ".join(f"{k} {x}" for k, x in v.items())]
-    lines.append(f"- report written with commit `{provenance.commit()}` (the statistics; the "
+    lines.append(f"- report written with commit `{commit()}` (the statistics; the "
                  "runs are the commit above)")
     if p.get("note"):
         lines.append(f"- note: {p['note']}")
-    changes = provenance.table_changes(p.get("env_table") or {})
+    changes = table_changes(p.get("env_table") or {})
     if changes:
         lines += ["", "**Warning: the environment table changed since these runs** (a rerun "
                   "would use other defaults): " + "; ".join(changes) + "."]
@@ -276,7 +279,7 @@ def _cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
 
     out: dict[str, dict[str, Any]] = {}
     for r in ctx.done.itertuples():
-        path = ctx.exp_dir / names.RUNS_DIR / str(r.trial) / "config.yaml"
+        path = ctx.exp_dir / RUNS_DIR / str(r.trial) / "config.yaml"
         if r.config not in out and path.is_file():
             cfg = yaml.safe_load(path.read_text()) or {}
             out[r.config] = {k: v for k, v in cfg.items() if k not in PER_TRIAL}
@@ -323,7 +326,7 @@ def header(ctx: Context) -> list[str]:
     if not len(ctx.done):
         return lines + ["No finished runs yet.", ""]
     by = ctx.grid[0] if len(ctx.grid) == 1 else "config"
-    km = ctx.figure("km_evals", figures.km_curves(ctx.done, by),
+    km = ctx.figure("km_evals", km_curves(ctx.done, by),
                     "Kaplan-Meier: runs not yet solved vs evaluations")
     t = per_config(ctx.results, ctx.grid or ["config"])
     return lines + md_table(config_summary(ctx, t)) + ["", NOTE, "", *footnotes(ctx.done, t),

@@ -18,10 +18,10 @@ import math
 
 import pandas as pd
 
-from ..envdefaults import mujoco_task
-from . import stats
-from .cells import ran
-from .reporting import Context, fmt, footnotes, km_cell, md_table
+from ...envdefaults import mujoco_task
+from ..cells import ran
+from ..stats import kaplan_meier
+from .common import Context, fmt, footnotes, km_cell, md_table
 
 # Table 1 of Mania et al. (2018): median episodes of ARS V2-t to the threshold (the env
 # table's targets: islands.envdefaults.MUJOCO), keyed by task name without its version.
@@ -35,7 +35,7 @@ def task_row(env_id: str, runs: pd.DataFrame) -> dict:
     ratio, how many runs solved within 3x ARS's count and the median confirmation and
     selecting-test means."""
     spent, solved = runs["episodes_used"], runs["solved"].astype(bool)
-    km = stats.kaplan_meier(spent, solved)
+    km = kaplan_meier(spent, solved)
     ars = ARS_V2T_EPISODES.get(mujoco_task(env_id), math.nan)
     # a run counted at its total is within 3x only if its total is: an upper bound
     within = int((solved & (spent <= 3 * ars)).sum())
