@@ -20,7 +20,6 @@ import json
 import sys
 
 from .config import ConfigError, default_out_dir, parse_args, resolve
-from .output.rundir import check_new
 from .planning import ResourceError
 from .signals import SIGNALS
 
@@ -34,10 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         raw = parse_args(argv)
         if raw.out is None:  # decided before resolving: the checkpoint location follows it
             raw = dataclasses.replace(raw, out=default_out_dir(raw.env))
-        cfg = resolve(raw)
+        cfg = resolve(raw)  # its directory is checked once, by the driver, before Ray starts
         out = cfg.out
-        if cfg.resume is None:
-            check_new(out)
     except (ConfigError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -116,6 +116,19 @@ class CandidateOffer:
 
 
 @dataclass
+class IslandCall:
+    """One island's next ``evolve`` call, loop -> its host's ``evolve_batch``: ``k``
+    generations after accepting ``immigrants`` and adopting ``obs_stats`` (merged
+    statistics); ``want_offers`` False: the tester's queue is full, no candidate offers."""
+
+    island: int
+    k: int = 1
+    immigrants: list[Emigrants] | None = None
+    obs_stats: dict[str, Any] | None = None
+    want_offers: bool = True
+
+
+@dataclass
 class EvolveResult:
     """What ``IslandCore.evolve`` returns."""
 
@@ -167,6 +180,20 @@ class CoordinatorReply:
     immigrants: list[Emigrants]
     obs_stats: dict[str, Any] | None  # merged statistics, when this island is due for them
     hof: HofSummary
+
+
+@dataclass
+class RunStatus:
+    """The run as the loop sees it after each island report, for what watches it (the live
+    table, TensorBoard, a Tune trial): the hall of fame's summary, every report row and
+    test so far, an elastic run's events, seconds since the run began."""
+
+    hof: dict[str, Any] = field(default_factory=lambda: {"fitness": -math.inf})
+    target: float | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    elastic: list[dict[str, Any]] = field(default_factory=list)
+    elapsed: float = 0.0
 
 
 @dataclass

@@ -32,8 +32,8 @@ class Watch:
         self.events: list[dict] = []  # the loop's own list (elastic runs), live
         self.waits: dict[str, bool] = {}  # each wait's name: whether its condition held
 
-    def on_report(self, row: dict, status: dict) -> None:
-        self.events = status.get("elastic", self.events)  # the loop's list, appended live
+    def on_report(self, row: dict, status) -> None:  # status: islands.messages.RunStatus
+        self.events = status.elastic  # the loop's list, appended live
         self.tags.append(len(self.events))
         self.rows.append(row)
 

@@ -205,8 +205,8 @@ def test_a_resume_whose_policy_no_longer_fits_is_refused_before_ray_starts(tmp_p
     from island_core import island, island_cfg
 
     from islands.config import ConfigError, resolve
-    from islands.persistence.checkpointing import CheckpointSpec
     from islands.config.resume import check_resume
+    from islands.persistence.checkpointing import CheckpointSpec
 
     cfg = resolve(dataclasses.replace(island_cfg(hidden="8"), out=str(tmp_path / "run")))
     core = island(cfg, CheckpointSpec(cfg.checkpoint_uri, interval=1))

@@ -290,3 +290,25 @@ def test_popsize_scale_refuses_what_it_cannot_scale(argv, message):
     with pytest.raises(ConfigError) as e:
         resolve(parse_args(argv), check_env=False)
     assert str(e.value) == message
+
+
+def test_a_runs_directory_is_settled_once_new_or_resumable(tmp_path):
+    """settle_run_dir: a fresh default or the given directory, resolved again only where that
+    moved ``out`` (checkpoints follow); a non-empty directory and a resume without
+    checkpoints are one-line ConfigErrors."""
+    from islands.config.resume import settle_run_dir
+
+    cfg = resolve(parse_args(["--out", str(tmp_path / "a")]))
+    assert settle_run_dir(cfg) is cfg  # already decided: neither resolved nor changed
+    moved = settle_run_dir(cfg, str(tmp_path / "b"))
+    assert moved.out == str(tmp_path / "b")
+    assert moved.checkpoint_uri == str(tmp_path / "b" / "checkpoints")
+    fresh = settle_run_dir(resolve(parse_args([])))
+    assert fresh.out.startswith("runs") and fresh.checkpoint_uri.endswith("checkpoints")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x").write_text("a run's file")
+    with pytest.raises(ConfigError, match="already exists and is not empty"):
+        settle_run_dir(cfg)
+    (tmp_path / "a" / "config.yaml").write_text(yaml.safe_dump(cfg.to_yaml_dict()))
+    with pytest.raises(ConfigError, match="--resume: no checkpoints"):
+        settle_run_dir(resolve(parse_args(["--resume", str(tmp_path / "a")])))

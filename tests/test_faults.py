@@ -34,7 +34,7 @@ def test_dying_islands_restart_from_their_checkpoints(ray_session, tmp_path):
     killed = []
 
     def on_report(rep, status):
-        hof_seen.append(status["hof"]["fitness"])
+        hof_seen.append(status.hof["fitness"])
         if rep["island"] == 2 and rep["generation"] >= 3 and not killed:
             killed.append(rep["generation"])
             ray.kill(arch.islands[2].actor, no_restart=False)
@@ -67,9 +67,9 @@ def test_a_dying_coordinator_restarts_and_no_emigrant_or_best_is_lost(ray_sessio
     killed: list[int] = []
 
     def on_report(rep, status):
-        hof_seen.append(status["hof"]["fitness"])
-        if len(status["rows"]) >= 8 and not killed:
-            killed.append(len(status["rows"]))
+        hof_seen.append(status.hof["fitness"])
+        if len(status.rows) >= 8 and not killed:
+            killed.append(len(status.rows))
             ray.kill(arch.coordinator, no_restart=False)
 
     result = drive(arch, on_report)

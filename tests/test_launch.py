@@ -15,6 +15,7 @@ from PIL import Image
 from islands import launch
 from islands.config import FIELDS, build_parser, parse_args, resolve
 from islands.envdefaults import env_defaults
+from islands.messages import RunStatus
 from islands.output.rundir import METRIC_COLUMNS, SUMMARY_KEYS
 from islands.persistence.solution import load_solution
 
@@ -123,7 +124,8 @@ def test_wandb_is_a_one_line_error_without_the_package_else_an_offline_run(tmp_p
     monkeypatch.setenv("WANDB_SILENT", "true")
     log = ScalarLog(tmp_path, 1, tensorboard=False, wandb_project="islands-test",
                     config={"env": "CartPole-v1"})
-    log.log({"island": 0, "total_env_steps": 100, "fitness_max": 9.0}, {"hof": {"fitness": 9.0}})
+    log.log({"island": 0, "total_env_steps": 100, "fitness_max": 9.0},
+            RunStatus(hof={"fitness": 9.0}))
     log.close()
     runs = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 1 and runs[0].stat().st_size > 0
@@ -180,6 +182,16 @@ def test_bad_flags_exit_2_with_one_line(args, expect, tmp_path, capsys):
     assert code == 2
     assert len(err.splitlines()) == 1 and expect in err, err
     assert not out.exists()
+
+
+def test_a_non_empty_out_directory_exits_2_and_keeps_its_files(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("someone's work")
+    assert launch.main(["--out", str(out), "--generations", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "already exists and is not empty" in err, err
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
 def test_bad_yaml_exits_2_in_a_subprocess_without_traceback(tmp_path):

@@ -18,6 +18,7 @@ from islands.island.resampling import (
     EpisodeSchedule,
     rank_agreement,
 )
+from islands.messages import RunStatus
 from islands.output.display import Display
 from islands.persistence.checkpointing import CheckpointSpec
 from islands.planning import plan_islands
@@ -206,7 +207,7 @@ def test_the_progress_lines_show_each_islands_episodes_per_evaluation():
     d = Display(plan_islands(cfg, [2.0]), cfg.env, stream=out, log_interval=0)
     d.update({"island": 1, "generation": 3, "best_so_far": 1.0, "fitness_mean": 0.5,
               "evals_per_s": 2.0, "immigrants": 0, "restarts": 0, "episodes_per_eval": 4},
-             {"elapsed": 1.0})
+             RunStatus(elapsed=1.0))
     lines = out.getvalue().splitlines()
     assert lines[1].endswith("restarts 0 ep/eval 2")  # island 0: the base, nothing reported
     assert lines[2].endswith("restarts 0 ep/eval 4")

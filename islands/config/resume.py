@@ -1,11 +1,36 @@
-"""Resuming a run from its checkpoints: are they there, and do they fit the config?"""
+"""A run's directory, decided and checked once (:func:`settle_run_dir`): a new run's must be
+new or empty (never overwrite a run); a resumed run's checkpoints must be there and fit
+the config (:func:`check_resume`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
+from .parse import default_out_dir
+from .resolve import resolve
 from .schema import Config, ConfigError
+
+
+def check_new(path: str) -> None:
+    """ConfigError if ``path`` exists and is not an empty directory."""
+    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        raise ConfigError(f"output directory {path!r} already exists and is not empty")
+
+
+def settle_run_dir(cfg: Config, out: str | None = None) -> Config:
+    """``cfg`` with its run directory decided (``--resume``'s, else ``out``, ``cfg.out`` or
+    a fresh default) and checked; resolved again only where that moved ``cfg.out`` (the
+    checkpoint location follows it). The one place a run's directory is decided."""
+    where = cfg.resume or out or cfg.out or default_out_dir(cfg.env)
+    if where != cfg.out or cfg.checkpoint_uri is None:
+        cfg = resolve(dataclasses.replace(cfg, out=where), check_env=False)
+    if cfg.resume is not None:
+        check_resume(cfg)
+    else:
+        check_new(where)
+    return cfg
 
 
 def check_resume(cfg: Config, plan: list | None = None) -> None:

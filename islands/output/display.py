@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from ..messages import RunStatus
 from ..planning import IslandSpec
 
 
@@ -33,7 +34,7 @@ class Display:
         self.log_interval = float(log_interval)
         self.rows: dict[int, dict[str, Any]] = {s.index: self._blank(s.strategy, s.episodes)
                                                 for s in plan}
-        self.status: dict[str, Any] = {}
+        self.status = RunStatus()
         self._live = None
         self._last_log = time.monotonic()
         self._n_tests = 0
@@ -75,10 +76,10 @@ class Display:
             episodes_per_eval=rep.get("episodes_per_eval", self.rows[rep["island"]]
                                       ["episodes_per_eval"]))
         self.status = status
-        self._elastic_events(status.get("elastic") or [])
+        self._elastic_events(status.elastic)
         if self.mode != "log":
             return
-        tests = status.get("tests") or []
+        tests = status.tests
         for t in tests[self._n_tests:]:
             self.message(f"test of island {t['island']} gen {t['generation']}: mean "
                          f"{t['mean']:.1f} over {t['episodes']} episodes")
@@ -106,7 +107,7 @@ class Display:
         return max((r["best_so_far"] for r in self.rows.values()), default=-math.inf)
 
     def lines(self) -> list[str]:
-        t = self.status.get("elapsed", 0.0)
+        t = self.status.elapsed
         out = [f"[{t:7.1f}s] {self.env} global best {_fmt(self._global_best())}"]
         for i, r in sorted(self.rows.items()):
             out.append(
@@ -127,7 +128,7 @@ class Display:
     def _table(self):
         from rich.table import Table
 
-        t = self.status.get("elapsed", 0.0)
+        t = self.status.elapsed
         tests = self.status.get("tests") or []
         last = (f" | last test {_fmt(tests[-1]['mean'])} (island {tests[-1]['island']})"
                 if tests else "")

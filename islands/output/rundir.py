@@ -48,19 +48,13 @@ FILES = ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "solu
          "fitness.png")
 
 
-def check_new(path: str) -> None:
-    """ValueError if ``path`` exists and is not an empty directory (never overwrite a run)."""
-    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
-        raise ValueError(f"output directory {path!r} already exists and is not empty")
-
-
 class RunDir:
     def __init__(self, path: str) -> None:
         self.path = path
 
     @staticmethod
     def create(path: str) -> RunDir:
-        check_new(path)
+        """The directory made (checked before: ``config.resume.settle_run_dir``)."""
         os.makedirs(path, exist_ok=True)
         return RunDir(path)
 

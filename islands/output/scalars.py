@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.checks import wandb_missing  # noqa: F401 (its users import it from here)
+from ..messages import RunStatus
 
 TB_DIR = "tb"
 FLUSH_SECS = 10  # a live ``tensorboard`` sees a run within seconds, not tensorboardX's 120
@@ -56,15 +57,15 @@ class ScalarLog:
 
         return SummaryWriter(str(self.root / name), flush_secs=FLUSH_SECS)
 
-    def log(self, row: dict[str, Any], status: dict[str, Any]) -> None:
+    def log(self, row: dict[str, Any], status: RunStatus) -> None:
         """One island report (a metrics.parquet row) and the archipelago's state after it."""
         step = self.step = int(row.get("total_env_steps", 0))
         island = {tag: row[key] for key, tag in ISLAND_TAGS.items() if _finite(row.get(key))}
-        arch = {"fitness/best": status["hof"]["fitness"],
+        arch = {"fitness/best": status.hof["fitness"],
                 "budget/total_evals": row.get("total_evals"),
                 "budget/total_episodes": row.get("total_episodes"),
                 "budget/wall_s": row.get("wall_s")}
-        tests = status.get("tests") or []
+        tests = status.tests
         if len(tests) > self.tests_seen:  # a candidate test finished since the last report
             self.tests_seen = len(tests)
             arch["test/mean"] = tests[-1].get("mean")

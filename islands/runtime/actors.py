@@ -33,6 +33,7 @@ from ..messages import (
     EvolveResult,
     HallOfFame,
     HofSummary,
+    IslandCall,
     IslandFailure,
     IslandInfo,
 )
@@ -120,19 +121,18 @@ class IslandActor:
         self.metrics[i].record(out.report, int(k))  # Ray metrics (runtime.metrics)
         return out
 
-    def evolve_batch(self, calls: list[tuple]) -> list[EvolveResult | IslandFailure]:
-        """``evolve(*call)`` for each ``(i, k, immigrants, obs_stats, want_offers)``, one
-        after another, the results in order (islands/runtime/calls.py); evaluators that
-        wait have deferred their waits, and the batch waits once, for the longest. A call
-        that raises gives an :class:`IslandFailure` (logged with its traceback) and the
-        others go on."""
+    def evolve_batch(self, calls: list[IslandCall]) -> list[EvolveResult | IslandFailure]:
+        """``evolve`` for each call, one after another, the results in order
+        (islands/runtime/calls.py); evaluators that wait have deferred their waits, and the
+        batch waits once, for the longest. A call that raises gives an
+        :class:`IslandFailure` (logged with its traceback) and the others go on."""
         t0 = time.monotonic()
         out = [self._evolve_one(c) for c in calls]
         for r in out:  # where it ran: a restarted process may be on another node now
             if isinstance(r, EvolveResult):
                 r.node = self.node
         if self.waits:
-            owed = max(self.cores[int(c[0])].evaluator.take_owed() for c in calls)
+            owed = max(self.cores[c.island].evaluator.take_owed() for c in calls)
             time.sleep(max(0.0, t0 + owed - time.monotonic()))
             now = time.time()  # the calls end, and their emigrants leave, only now
             for r in out:
@@ -140,12 +140,12 @@ class IslandActor:
                     r.emigrants.sent_at = now
         return out
 
-    def _evolve_one(self, call: tuple) -> EvolveResult | IslandFailure:
+    def _evolve_one(self, c: IslandCall) -> EvolveResult | IslandFailure:
         try:
-            return self.evolve(*call)
+            return self.evolve(c.island, c.k, c.immigrants, c.obs_stats, c.want_offers)
         except Exception as e:
-            log.exception("island %d failed", call[0])
-            return IslandFailure(int(call[0]), f"{type(e).__name__}: {e}")
+            log.exception("island %d failed", c.island)
+            return IslandFailure(c.island, f"{type(e).__name__}: {e}")
 
     def checkpoint(self, i: int) -> int:
         return self.cores[i].checkpoint()

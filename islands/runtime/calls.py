@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import ray
 
-from ..messages import CoordinatorReply, EvolveResult, IslandFailure
+from ..messages import CoordinatorReply, Emigrants, EvolveResult, IslandCall, IslandFailure
 from .cluster import root_message
 
 log = logging.getLogger("islands.driver")
@@ -50,25 +51,35 @@ class Failures:
         return self.listed + more
 
 
+@dataclass
+class IslandSlot:
+    """One island as the loop calls it: its host, the mail for its next call, its call
+    queued or in flight (kept to resend when lost) and what became of its calls."""
+
+    host: int
+    immigrants: list[Emigrants] = field(default_factory=list)
+    obs_stats: dict[str, Any] | None = None  # merged statistics, the latest only
+    call: IslandCall | None = None
+    retry_at: float | None = None  # when to resubmit its lost call
+    failures: int = 0  # consecutive lost calls
+    lost: int = 0  # calls lost to a dead or restarting actor, over the run
+    alive: bool = True
+    retired: bool = False  # an elastic run let it go (not a failure)
+
+
 class IslandCalls:
-    """One call in flight per island (its host's batch), each island's inbox for its next
-    call, and the resubmission of calls lost to a dead or restarting actor."""
+    """One call in flight per island (its host's batch), each island's mail for its next
+    call, and the resubmission of calls lost to a dead or restarting actor: one
+    :class:`IslandSlot` per island, the batching per host process."""
 
     def __init__(self, handles: list[Any], k: int, max_restarts: int) -> None:
         self.k, self.max_restarts = k, max_restarts
+        self.slots: list[IslandSlot] = []
         self._hosts: dict[int, int] = {}  # id(actor handle) -> host number
-        self.host_of: list[int] = []
         self.actor_of: dict[int, Any] = {}
         self.queued: dict[int, list[int]] = {}
         self.busy_hosts: set[int] = set()
-        self.inbox: list[dict[str, Any]] = []
         self.pending: dict[Any, tuple[int, list[int]]] = {}  # batch -> (host, islands)
-        self.sent: list[tuple] = []  # each island's call in flight: its arguments
-        self.retry_at: dict[int, float] = {}  # island -> when to resubmit its lost call
-        self.failures: list[int] = []  # consecutive lost calls per island
-        self.lost: list[int] = []  # calls lost to a dead/restarting actor, per island
-        self.alive: list[bool] = []
-        self.retired: set[int] = set()  # islands an elastic run let go (not failures)
         self.dropped = Failures("islands dropped")  # islands that failed or died for good
         for h in handles:
             self.add(h)
@@ -81,62 +92,72 @@ class IslandCalls:
         h = self._hosts.setdefault(id(handle.actor), len(self._hosts))
         self.actor_of[h] = handle.actor
         self.queued.setdefault(h, [])
-        self.host_of.append(h)
-        self.inbox.append(self._empty())
-        self.sent.append(())
-        self.failures.append(0)
-        self.lost.append(0)
-        self.alive.append(True)
-        return len(self.alive) - 1
+        self.slots.append(IslandSlot(h))
+        return len(self.slots) - 1
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def host(self, i: int) -> int:
+        return self.slots[i].host
+
+    def alive(self) -> list[bool]:
+        """Per island: still called (not failed, dropped or retired)."""
+        return [s.alive for s in self.slots]
+
+    def lost(self) -> list[int]:
+        """Per island: calls lost to a dead or restarting actor (Ray restarted it)."""
+        return [s.lost for s in self.slots]
 
     def islands_of(self, h: int) -> list[int]:
-        return [i for i, x in enumerate(self.host_of) if x == h and self.alive[i]]
+        return [i for i, s in enumerate(self.slots) if s.host == h and s.alive]
 
     def retire_host(self, h: int) -> list[int]:
         """Stop calling host ``h``'s islands (an elastic run retires them); returns them.
         A batch of theirs still in flight is taken and dropped."""
         islands = self.islands_of(h)
         for i in islands:
-            self.alive[i] = False
-            self.retired.add(i)
-            self.retry_at.pop(i, None)
+            slot = self.slots[i]
+            slot.alive, slot.retired, slot.retry_at = False, True, None
         self.queued[h] = []
         return islands
 
-    @staticmethod
-    def _empty() -> dict[str, Any]:
-        return {"immigrants": [], "obs_stats": None}
-
-    def submit(self, i: int, args: tuple | None = None) -> None:
-        """Queue island ``i``'s next call, with its inbox (or the given arguments again);
+    def submit(self, i: int, call: IslandCall | None = None) -> None:
+        """Queue island ``i``'s next call, with its mail (or the given call again);
         :meth:`flush` sends it. A retired island is not called again."""
-        if i in self.retired:
+        slot = self.slots[i]
+        if slot.retired:
             return
-        if args is None:
-            box, self.inbox[i] = self.inbox[i], self._empty()
-            args = (self.k, box["immigrants"] or None, box["obs_stats"],
-                    self.wants_offers())
-        self.sent[i] = args
-        self.queued[self.host_of[i]].append(i)
+        if call is None:
+            call = IslandCall(i, self.k, slot.immigrants or None, slot.obs_stats,
+                              self.wants_offers())
+            slot.immigrants, slot.obs_stats = [], None
+        slot.call = call
+        self.queued[slot.host].append(i)
 
     def flush(self) -> None:
         """Send each idle host one batch with every call queued for it."""
         for h, islands in self.queued.items():
             if islands and h not in self.busy_hosts:
-                calls = [(i, *self.sent[i]) for i in islands]
+                calls = [self.slots[i].call for i in islands]
                 self.pending[self.actor_of[h].evolve_batch.remote(calls)] = (h, islands)
                 self.busy_hosts.add(h)
                 self.queued[h] = []
 
     def deliver(self, i: int, reply: CoordinatorReply) -> None:
-        self.inbox[i]["immigrants"].extend(reply.immigrants)
+        self.slots[i].immigrants.extend(reply.immigrants)
         if reply.obs_stats is not None:
-            self.inbox[i]["obs_stats"] = reply.obs_stats
+            self.slots[i].obs_stats = reply.obs_stats
+
+    def set_obs_stats(self, i: int, obs_stats: dict[str, Any]) -> None:
+        """Merged statistics for island ``i``'s next call (a joining island's first)."""
+        self.slots[i].obs_stats = obs_stats
 
     def resubmit_due(self, now: float) -> None:
-        for i in [i for i, t in self.retry_at.items() if now >= t]:
-            del self.retry_at[i]
-            self.submit(i, self.sent[i])  # the same migrants again: none are lost
+        for i, slot in enumerate(self.slots):
+            if slot.retry_at is not None and now >= slot.retry_at:
+                slot.retry_at = None
+                self.submit(i, slot.call)  # the same migrants again: none are lost
 
     def take(self, ref) -> tuple[list[int], Batch]:
         """The islands of a finished batch, in order, and the (island, result) pairs of the
@@ -144,7 +165,7 @@ class IslandCalls:
         when it keeps failing), one whose call raised is dropped."""
         h, islands = self.pending.pop(ref)
         self.busy_hosts.discard(h)
-        if all(i in self.retired for i in islands):
+        if all(self.slots[i].retired for i in islands):
             return islands, []
         try:
             results = ray.get(ref)
@@ -156,36 +177,39 @@ class IslandCalls:
             results = [IslandFailure(i, root_message(e)) for i in islands]
         out = []
         for i, r in zip(islands, results, strict=True):
-            if i in self.retired:
+            slot = self.slots[i]
+            if slot.retired:
                 continue
             if isinstance(r, IslandFailure):
-                self.alive[i] = False
+                slot.alive = False
                 log.error("island %d failed and is dropped from the run: %s", i, r.message)
                 self.dropped.add(f"island {i}",
                                  f"failed and was dropped from the run: {r.message}")
             else:
-                self.failures[i] = 0
+                slot.failures = 0
                 out.append((i, r))
         return islands, out
 
     def _lost(self, i: int, e: Exception) -> None:
         # The island's process died: Ray restarts it (max_restarts) from its checkpoint;
         # resubmit its call until it answers again.
-        self.failures[i] += 1
-        self.lost[i] += 1
+        slot = self.slots[i]
+        slot.failures += 1
+        slot.lost += 1
         died = isinstance(e, ray.exceptions.ActorDiedError)
-        if self.max_restarts == 0 or self.failures[i] > (5 if died else 60):
-            self.alive[i] = False
+        if self.max_restarts == 0 or slot.failures > (5 if died else 60):
+            slot.alive = False
             log.error("island %d died and is dropped from the run: %s", i, root_message(e))
             self.dropped.add(f"island {i}", f"died and was dropped from the run (calls "
-                             f"lost in a row: {self.failures[i]}): {root_message(e)}")
+                             f"lost in a row: {slot.failures}): {root_message(e)}")
         else:
             log.warning("island %d is unavailable (%s); resubmitting its call", i,
                         type(e).__name__)
-            self.retry_at[i] = time.monotonic() + min(0.5 * self.failures[i], 2.0)
+            slot.retry_at = time.monotonic() + min(0.5 * slot.failures, 2.0)
 
     def busy(self) -> bool:
-        return bool(self.pending or self.retry_at or any(self.queued.values()))
+        return bool(self.pending or any(s.retry_at is not None for s in self.slots)
+                    or any(self.queued.values()))
 
 
 class CoordinatorOutbox:

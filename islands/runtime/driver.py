@@ -10,15 +10,15 @@ run directory, drive the run, and write its outputs; stop the actors (and the em
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
 
 import ray
 
-from ..config import Config, ConfigError, default_out_dir, elastic_range, resolve
-from ..output.rundir import RunDir, check_new
+from ..config import Config, elastic_range
+from ..messages import RunStatus
+from ..output.rundir import RunDir
 from ..output.summary import write_outputs
 from ..placement import place_by_node_type
 from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
@@ -36,7 +36,7 @@ from .cluster import (
 FLUSH_S = 30.0  # seconds between metrics.parquet rewrites during a run
 
 
-Observer = Callable[[dict[str, Any], dict[str, Any]], None]
+Observer = Callable[[dict[str, Any], RunStatus], None]
 
 
 def run(cfg: Config, out: str | None = None, display: bool = True,
@@ -46,20 +46,12 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     continue the run in that directory from its checkpoints. Uses an already-initialized
     Ray as it is (a Tune trial's, for instance). ``observer(row, status)``: called after
     each island report (the experiment runner forwards it to Tune)."""
-    from ..config.resume import check_resume, prior_rows
+    from ..config.resume import check_resume, prior_rows, settle_run_dir
 
     t_start = time.monotonic()
     resume = cfg.resume is not None
-    out = cfg.resume if resume else (out or cfg.out or default_out_dir(cfg.env))
-    if out != cfg.out or cfg.checkpoint_uri is None:  # checkpoints go with the run dir
-        cfg = resolve(dataclasses.replace(cfg, out=out), check_env=False)
-    if resume:
-        check_resume(cfg)
-    else:
-        try:
-            check_new(out)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+    cfg = settle_run_dir(cfg, out)
+    out = cfg.out
     started = connect(cfg)
     if display and not cfg.quiet:
         print(dashboard_line(cfg), flush=True)
@@ -159,14 +151,14 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
                         if cfg.elastic else ""))
         flushed = [time.monotonic()]
 
-        def on_report(row: dict[str, Any], status: dict[str, Any]) -> None:
+        def on_report(row: dict[str, Any], status: RunStatus) -> None:
             disp.update(row, status)
             scalars.log(row, status)
             if observer is not None:
                 observer(row, status)
             # Long runs leave readable metrics behind even if they are killed.
             if time.monotonic() - flushed[0] >= FLUSH_S:
-                rd.write_metrics(status["rows"])
+                rd.write_metrics(status.rows)
                 flushed[0] = time.monotonic()
 
         result = arch.run(on_report=on_report)

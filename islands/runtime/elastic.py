@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -41,11 +42,44 @@ JOIN_TIMEOUT_S = 120.0  # an island not built by then (no room after all) is giv
 SEED_WAIT_S = 30.0
 
 
-class Elastic:
-    """The elastic part of a :class:`~islands.runtime.loop.RunLoop` (module docstring)."""
+class Fixed:
+    """A fixed archipelago (no ``--elastic``): the loop's plug-in that does nothing, so the
+    loop calls the same methods either way."""
 
-    def __init__(self, loop) -> None:
-        self.loop, self.arch, self.cfg = loop, loop.arch, loop.cfg
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.joining: dict[Any, Any] = {}  # never any: on_joined is never called
+
+    def poll(self, now: float) -> None:
+        pass
+
+    def saw(self, i: int, node: str) -> None:
+        pass
+
+    def starting(self) -> set[int]:
+        return set()
+
+    def summary(self) -> None:
+        return None
+
+
+def plug_in(cfg, arch, calls, clock: tuple[float, float],
+            on_join: Callable[[int, dict[str, Any]], None]) -> Elastic | Fixed:
+    """The loop's elastic plug-in for ``cfg``: :class:`Elastic` with ``--elastic``, else
+    :class:`Fixed`."""
+    return Fixed() if elastic_range(cfg) is None else Elastic(cfg, arch, calls, clock, on_join)
+
+
+class Elastic:
+    """The elastic part of a :class:`~islands.runtime.loop.RunLoop` (module docstring). It
+    works through what it is given: the config, the archipelago, the loop's
+    :class:`~islands.runtime.calls.IslandCalls`, the run's clock ``(t0, t_start)`` and
+    ``on_join(index, counters)``, the loop's hook for an island that joined."""
+
+    def __init__(self, cfg, arch, calls, clock: tuple[float, float],
+                 on_join: Callable[[int, dict[str, Any]], None]) -> None:
+        self.arch, self.cfg, self.calls = arch, cfg, calls
+        (self.t0, self.t_start), self.on_join = clock, on_join
         self.lo, self.hi = elastic_range(self.cfg)
         self.need = self.arch.plan[0].needs()
         self.share = float(self.arch.plan[0].num_cpus)
@@ -79,10 +113,10 @@ class Elastic:
 
     def _hosts(self) -> list[Host]:
         """The run's live hosts, and the ones still starting (node unknown)."""
-        calls, hosts = self.loop.calls, {}
-        for i, alive in enumerate(calls.alive):
+        calls, hosts = self.calls, {}
+        for i, alive in enumerate(calls.alive()):
             if alive:
-                hosts.setdefault(calls.host_of[i], []).append(i)
+                hosts.setdefault(calls.host(i), []).append(i)
         return [Host(h, tuple(ii), self.node_of.get(ii[0])) for h, ii in hosts.items()]
 
     def _note_lost(self, hosts: list[Host], alive: set[str], retired: set[int]) -> None:
@@ -99,17 +133,17 @@ class Elastic:
         if not node or self.node_of.get(i) == node:
             return
         before, self.node_of[i] = self.node_of.get(i), node
-        h = self.loop.calls.host_of[i]
+        h = self.calls.host(i)
         self.moving.discard(h)
         if before is not None:  # (also when Ray restarted it before a poll saw it lost)
             self._event("moved", [i], node, f"from {before[:8]}")
 
     # ---- changes ---------------------------------------------------------------------
     def _grow(self, k: int) -> None:
-        hof, calls = self._hall_of_fame(), self.loop.calls
-        if hof is None and time.monotonic() - self.loop.t_start < SEED_WAIT_S:
+        hof, calls = self._hall_of_fame(), self.calls
+        if hof is None and time.monotonic() - self.t_start < SEED_WAIT_S:
             return  # the next poll: islands seeded from the best genome beat random ones
-        first = len(calls.alive)  # islands are numbered on, never reused
+        first = len(calls)  # islands are numbered on, never reused
         specs = [new_island_spec(self.cfg, first + j, self.share,
                                  None if hof is None else hof.params) for j in range(k)]
         now = time.monotonic()
@@ -143,21 +177,21 @@ class Elastic:
         self.arch.joined(info)
         self.node_of[spec.index] = info.node
         self._tell("join", [spec.index])  # before its first report: calls run in order
-        self.loop.latest[spec.index] = {"generation": 0, **info.counters}
+        self.on_join(spec.index, {"generation": 0, **info.counters})
         if self.obs_stats is not None:
-            self.loop.calls.inbox[spec.index]["obs_stats"] = self.obs_stats
-        self.loop.calls.submit(spec.index)
+            self.calls.set_obs_stats(spec.index, self.obs_stats)
+        self.calls.submit(spec.index)
         self._event("joined", [spec.index], info.node, "seeded from the hall of fame"
                     if spec.x0 is not None else "random start")
 
     def _join_failed(self, ref, why: str) -> None:
         spec, handle, _ = self.joining.pop(ref)
-        self.loop.calls.retire_host(self.loop.calls.host_of[spec.index])
+        self.calls.retire_host(self.calls.host(spec.index))
         ray.kill(handle.actor, no_restart=True)
         self._event("join_failed", [spec.index], None, why)
 
     def _retire(self, h: int) -> None:
-        calls = self.loop.calls
+        calls = self.calls
         islands = calls.retire_host(h)
         if not islands:
             return
@@ -187,11 +221,15 @@ class Elastic:
                             islands, root_message(e))
 
     # ---- what happened ---------------------------------------------------------------
+    def starting(self) -> set[int]:
+        """Islands whose host is still being built (no checkpoint of theirs to write)."""
+        return {spec.index for spec, _, _ in self.joining.values()}
+
     def live(self) -> int:
-        return sum(self.loop.calls.alive)
+        return sum(self.calls.alive())
 
     def _event(self, kind: str, islands: list[int], node: str | None, why: str) -> None:
-        t = time.monotonic() - self.loop.t0
+        t = time.monotonic() - self.t0
         ev = {"t": round(t, 2), "kind": kind, "islands": list(islands),
               "node": node, "live": self.live(), "why": why}
         self.events.append(ev)

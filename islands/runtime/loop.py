@@ -46,11 +46,10 @@ from ..candidates import (
     Verdict,
     passes,
 )
-from ..config import elastic_range
-from ..messages import EvolveResult, IslandInfo
+from ..messages import EvolveResult, IslandInfo, RunStatus
 from .calls import CoordinatorOutbox, IslandCalls
 from .cluster import root_message
-from .elastic import Elastic
+from .elastic import plug_in
 
 log = logging.getLogger("islands.driver")
 LATENCY_SAMPLES = 100_000  # migration latencies kept for the summary's percentiles
@@ -113,10 +112,10 @@ class RunLoop:
         self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
         # coordinator reply -> (islands whose next call waits for it, until when)
         self.awaiting: dict[Any, tuple[list[int], float]] = {}
-        self.elastic = Elastic(self) if elastic_range(self.cfg) else None
-        self.status = {"hof": self.hof, "elapsed": 0.0, "tests": self.tests,
-                       "target": self.cfg.target, "rows": self.rows,
-                       "elastic": [] if self.elastic is None else self.elastic.events}
+        self.elastic = plug_in(self.cfg, arch, self.calls, (self.t0, self.t_start),
+                               self._joined)
+        self.status = RunStatus(self.hof, self.cfg.target, self.rows, self.tests,
+                                self.elastic.events)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> str:
@@ -143,8 +142,7 @@ class RunLoop:
             self.stop_reason = "interrupted"
             return True
         self.outbox.resend_due(now)
-        if self.elastic is not None:
-            self.elastic.poll(now)
+        self.elastic.poll(now)
         self._resubmit_overdue(now)
         self.calls.resubmit_due(now)
         budget = self.cfg.time_budget
@@ -159,7 +157,7 @@ class RunLoop:
             self.stop_reason = "target"
             return True
         if not self.calls.busy() and not self.awaiting:
-            self.stop_reason = "generations" if any(self.calls.alive) else "all islands failed"
+            self.stop_reason = "generations" if any(self.calls.alive()) else "all islands failed"
             return self.test_ref is None  # a test still running may yet pass
         return False
 
@@ -171,7 +169,7 @@ class RunLoop:
         self.calls.flush()
         refs = list(self.outbox.in_flight) + list(self.calls.pending)
         refs += [self.test_ref] if self.test_ref is not None else []
-        joining = {} if self.elastic is None else self.elastic.joining
+        joining = self.elastic.joining
         refs += list(joining)
         budget = self.cfg.time_budget
         timeout = 1.0 if budget is None else max(
@@ -196,6 +194,10 @@ class RunLoop:
                 self.elastic.on_joined(ref)
         self._maybe_start_test()
 
+    def _joined(self, i: int, counters: dict[str, Any]) -> None:
+        """An elastic run's new island ``i`` answered: its counters start the totals' row."""
+        self.latest[i] = counters
+
     # ---- handlers ----------------------------------------------------------------------
     def on_island_result(self, ref) -> None:
         """A host's batch: its reports go to the coordinator together, then one by one
@@ -215,8 +217,7 @@ class RunLoop:
         self.awaiting[reply] = (due, time.monotonic() + REPLY_WAIT_S)
 
     def _on_result(self, i: int, result: EvolveResult) -> None:
-        if self.elastic is not None:
-            self.elastic.saw(i, result.node)
+        self.elastic.saw(i, result.node)
         row = result.report.row()
         row["wall_s"] = time.monotonic() - self.t0
         self._add_to_totals(self.latest.get(i, {}), row)
@@ -225,7 +226,7 @@ class RunLoop:
         self.rows.append(row)
         self.latencies.extend(result.migration_latency_s)
         self.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
-        self.status["elapsed"] = row["wall_s"]
+        self.status.elapsed = row["wall_s"]
         if self.on_report is not None:
             self.on_report(row, self.status)
 
@@ -324,10 +325,9 @@ class RunLoop:
         it has none yet (not when interrupted: the user wants out now)."""
         arch, wall_s = self.arch, time.monotonic() - self.t0
         hof, cstats, errors = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
-        starting = set() if self.elastic is None else {
-            spec.index for spec, _, _ in self.elastic.joining.values()}
+        starting = self.elastic.starting()
         errors += arch.final_checkpoint([h for i, (h, a) in enumerate(zip(
-            arch.islands, self.calls.alive, strict=True)) if a and i not in starting])
+            arch.islands, self.calls.alive(), strict=True)) if a and i not in starting])
         for actor in arch.actors:
             ray.kill(actor, no_restart=True)
         if self.stop_reason != "interrupted":
@@ -340,11 +340,11 @@ class RunLoop:
             test=None if chosen is None else chosen.test, solved=v.solved,
             retest=None if chosen is None else chosen.retest,
             hof=vars(hof.summary()), coordinator_stats=cstats,
-            tests=self.tests, islands=arch.infos, restarts=list(self.calls.lost),
+            tests=self.tests, islands=arch.infos, restarts=self.calls.lost(),
             totals=dict(self._totals), offers_rejected=self.queue.rejected,
             errors=self.calls.dropped.entries() + self.outbox.failed.entries() + errors
             + self.errors, migration_latency_s=list(self.latencies),
-            elastic=None if self.elastic is None else self.elastic.summary())
+            elastic=self.elastic.summary())
 
     def _finish_tests(self, hof) -> None:
         """After the loop: the running test, the confirmation a passing test still awaits,

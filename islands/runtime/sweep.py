@@ -167,13 +167,13 @@ class _Reporter:
     def __init__(self) -> None:
         self.last = 0.0
 
-    def __call__(self, row: dict[str, Any], status: dict[str, Any]) -> None:
+    def __call__(self, row: dict[str, Any], status) -> None:  # a messages.RunStatus
         now = time.monotonic()
         if now - self.last < REPORT_EVERY_S:
             return
         self.last = now
         tune.report({"generation": int(row["generation"]),
-                     "best_fitness": float(status["hof"]["fitness"]),
+                     "best_fitness": float(status.hof["fitness"]),
                      "total_evals": int(row.get("total_evals", 0)),
                      "total_env_steps": int(row.get("total_env_steps", 0)),
                      "wall_s": float(row["wall_s"]), "solved": False})
