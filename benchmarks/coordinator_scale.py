@@ -195,8 +195,13 @@ def print_table(rows: list[dict]) -> None:
             *cpus, f"{r['total_cpu']:.2f}",
             _f(r["latency_p50_s"]), _f(r["latency_p99_s"]), _f(r["dropped_share"], "{:.1%}"),
             f"{r['startup_s']:.1f}",
-            f"{r['rss_mb']:.0f}", f"{r['reports_per_s'] / base['reports_per_s']:.1f}",
+            f"{r['rss_mb']:.0f}", _f(_ratio(r["reports_per_s"], base["reports_per_s"]), "{:.1f}"),
             f"{r['coordinator_cpu'] / max(base['coordinator_cpu'], 1e-9):.1f}"]))
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """``a / b``; None where the baseline row saw nothing (a machine too loaded to report)."""
+    return a / b if b > 0 else None
 
 
 def _f(x, fmt: str = "{:.2f}") -> str:
@@ -228,7 +233,7 @@ def main(argv=None) -> dict:
     print_table(rows)
     return bench.emit("coordinator_scale", rows=rows,
                       baseline=f"{rows[0]['islands']} islands (the first row)",
-                      ratio=rows[-1]["reports_per_s"] / rows[0]["reports_per_s"],
+                      ratio=_ratio(rows[-1]["reports_per_s"], rows[0]["reports_per_s"]),
                       period_s=args.period, seconds=args.seconds, cpus=args.cpus)
 
 

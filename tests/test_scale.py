@@ -45,8 +45,9 @@ def test_the_coordinator_benchmark_prints_its_rows(tmp_path):
             "ray_other_cpu", "total_cpu", "dropped_share"}
     for r in rows:
         assert keys <= set(r) and r["reports_per_s"] > 0 and r["migrations"] > 0
-        # the raylet takes every call (the GCS may spend less than a clock tick in a row)
-        assert 0 < r["raylet_cpu"] and 0 <= r["gcs_cpu"] and 0 <= r["dropped_share"] < 1
+        # Ray's own processes may spend less than a clock tick in a short row on a loaded
+        # machine: counted, not asserted busy (issue 44: no outcome depends on the clock)
+        assert 0 <= r["raylet_cpu"] and 0 <= r["gcs_cpu"] and 0 <= r["dropped_share"] < 1
         assert 0 < r["coordinator_cpu"] and 0 < r["driver_cpu"] and r["rss_mb"] > 100
         assert r["latency_p50_s"] <= r["latency_p99_s"] and r["startup_s"] > 0
     assert "islands | reports/s" in proc.stdout
