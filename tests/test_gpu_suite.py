@@ -26,7 +26,8 @@ def _suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def quick_suite(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu-suite")
-    proc = _suite("--device", "cpu", "--quick", "--out", str(out))
+    # about 2.5 minutes on an idle 2-core machine; the cap is for a hung suite only
+    proc = _suite("--device", "cpu", "--quick", "--out", str(out), timeout=840)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     return out, proc, json.loads((out / "gpu.json").read_text())
 
