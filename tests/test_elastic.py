@@ -96,8 +96,10 @@ def test_bad_elastic_settings_are_refused_in_one_line(extra, message):
 
 
 def test_an_elastic_run_starts_at_min_with_one_cpu_per_island():
-    c = resolve(from_dict({"env": "rastrigin:4", "elastic": "2:6"}))
+    c = resolve(from_dict({"env": "rastrigin:4", "elastic": " 2 : 6 "}))
     assert (c.islands, c.cpus_per_island) == (2, 1.0)
+    assert c.elastic == "2:6" and c.elastic_span == (2, 6)  # normalized once, read as ints
+    assert resolve(from_dict({"env": "rastrigin:4"})).elastic_span is None
 
 
 def launch_until(done, *args: str, hang_s: float = 180) -> tuple[bool, int, str, str]:

@@ -33,14 +33,13 @@ from .schema import (
     ISLAND_SPEC_KEYS,
     Config,
     ConfigError,
-    elastic_range,
     policy_options,
     strategies_of,
 )
 
 __all__ = [
     "DEVICES", "FIELDS", "ISLAND_SPEC_KEYS", "Config", "ConfigError", "build_parser",
-    "check_env_id", "check_run_dir", "coerce", "default_out_dir", "elastic_range",
+    "check_env_id", "check_run_dir", "coerce", "default_out_dir",
     "from_dict", "load_yaml", "observation_shape", "parse_args", "policy_options",
     "registered_step_limit", "resolve", "strategies_of",
 ]

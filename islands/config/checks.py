@@ -14,7 +14,7 @@ from policies import POLICIES, check_options
 from .. import topology as topo
 from ..island.restarts import RESTART_POLICIES
 from ..strategies import STRATEGIES
-from .schema import Config, ConfigError, elastic_range, flag, strategies_of
+from .schema import Config, ConfigError, flag, strategies_of
 
 _POSITIVE = ("islands", "popsize", "popsize_scale", "episodes", "max_episode_steps", "generations",
              "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
@@ -152,7 +152,7 @@ def check_elastic(c: Config) -> None:
     """An elastic run's start count in its range, and nothing that fixes the islands' list:
     per-island specs, explicit edges, a debug exit, or a resume (its checkpoints name the
     islands of the run that wrote them)."""
-    span = elastic_range(c)
+    span = c.elastic_span
     if span is None:
         return
     lo, hi = span

@@ -16,7 +16,7 @@ import os
 from ..envdefaults import GENERIC, env_defaults
 from ..island.restarts import DEFAULT_PATIENCE
 from .checks import check
-from .schema import Config, ConfigError, elastic_range
+from .schema import Config, ConfigError
 
 # Fields the environment table fills when the user leaves them unset.
 _TABLE_FIELDS = ("strategy", "policy", "popsize", "episodes", "max_episode_steps", "obs_norm",
@@ -62,7 +62,7 @@ def _fill_env_defaults(c: Config) -> None:
         c.target = row["target"]
     if c.island_specs is not None and c.islands is None:
         c.islands = len(c.island_specs)
-    span = elastic_range(c)
+    span = c.elastic_span
     if span is not None:  # an elastic run starts small and grows to what the cluster holds
         c.islands = span[0] if c.islands is None else c.islands
         c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island

@@ -303,6 +303,15 @@ class Config:
         return self.eval_spec().replace(episodes=self.test_episodes,
                                         max_episode_steps=self.test_max_episode_steps)
 
+    @property
+    def elastic_span(self) -> tuple[int, int] | None:
+        """``--elastic MIN:MAX`` as (MIN, MAX), None for a fixed archipelago: the one reader
+        of the string (coerced and checked to ``MIN:MAX`` when the config was built)."""
+        if not self.elastic:
+            return None
+        lo, _, hi = self.elastic.partition(":")
+        return int(lo), int(hi)
+
     def retest_spec(self) -> EvalSpec:
         """What a confirmation test evaluates on: as a test, ``retest_episodes`` episodes."""
         n = self.test_episodes if self.retest_episodes is None else self.retest_episodes
@@ -327,11 +336,3 @@ def policy_options(cfg: Config) -> dict[str, Any]:
 def strategies_of(cfg: Config) -> list[str]:
     """The strategy names of ``--strategy`` in order (assigned to islands round-robin)."""
     return [s.strip() for s in (cfg.strategy or "").split(",") if s.strip()]
-
-
-def elastic_range(cfg: Config) -> tuple[int, int] | None:
-    """``--elastic MIN:MAX`` as (MIN, MAX); None for a fixed archipelago."""
-    if not cfg.elastic:
-        return None
-    lo, _, hi = cfg.elastic.partition(":")
-    return int(lo), int(hi)

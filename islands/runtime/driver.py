@@ -16,7 +16,7 @@ from typing import Any
 
 import ray
 
-from ..config import Config, elastic_range
+from ..config import Config
 from ..messages import RunStatus
 from ..output.rundir import RunDir
 from ..output.summary import write_outputs
@@ -123,7 +123,7 @@ def _ask_for_elastic_room(cfg: Config, plan) -> bool:
     """An elastic run on a cluster with an autoscaler asks it for room for ``MAX`` islands,
     and grows onto the nodes it adds (withdrawn at the end of the run). Returns whether it
     asked."""
-    span = elastic_range(cfg)
+    span = cfg.elastic_span
     if span is None or not autoscaler_running(wait_s=5.0):
         return False
     from ray.autoscaler.sdk import request_resources

@@ -29,7 +29,6 @@ from typing import Any
 
 import ray
 
-from ..config import elastic_range
 from ..elastic import Host, Node, decide
 from ..planning import new_island_spec
 from .cluster import root_message
@@ -67,7 +66,7 @@ def plug_in(cfg, arch, calls, clock: tuple[float, float],
             on_join: Callable[[int, dict[str, Any]], None]) -> Elastic | Fixed:
     """The loop's elastic plug-in for ``cfg``: :class:`Elastic` with ``--elastic``, else
     :class:`Fixed`."""
-    return Fixed() if elastic_range(cfg) is None else Elastic(cfg, arch, calls, clock, on_join)
+    return Fixed() if cfg.elastic_span is None else Elastic(cfg, arch, calls, clock, on_join)
 
 
 class Elastic:
@@ -80,7 +79,7 @@ class Elastic:
                  on_join: Callable[[int, dict[str, Any]], None]) -> None:
         self.arch, self.cfg, self.calls = arch, cfg, calls
         (self.t0, self.t_start), self.on_join = clock, on_join
-        self.lo, self.hi = elastic_range(self.cfg)
+        self.lo, self.hi = self.cfg.elastic_span
         self.need = self.arch.plan[0].needs()
         self.share = float(self.arch.plan[0].num_cpus)
         self.node_of: dict[int, str | None] = {i.island: i.node for i in self.arch.infos}
