@@ -110,7 +110,8 @@ def test_cli_run_leaves_tensorboard_scalars_per_island_and_for_the_archipelago(c
 
 def test_wandb_is_a_one_line_error_without_the_package_else_an_offline_run(tmp_path, capsys,
                                                                            monkeypatch):
-    from islands.output.scalars import ScalarLog, wandb_missing
+    from islands.config.checks import wandb_missing
+    from islands.output.scalars import ScalarLog
 
     if wandb_missing():
         out = tmp_path / "run"

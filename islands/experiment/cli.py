@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check_wandb() -> None:
-    from ..output.scalars import wandb_missing
+    from ..config.checks import wandb_missing
 
     missing = wandb_missing()
     if missing:

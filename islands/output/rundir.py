@@ -27,7 +27,7 @@ import numpy as np
 
 from ..messages import IslandReport
 from ..persistence import plainstate
-from ..persistence.solution import SOLUTION_FORMAT, load_solution  # noqa: F401 (its reader)
+from ..persistence.solution import SOLUTION_FORMAT
 
 # A row is an island's report (``messages.IslandReport``: every field but the island
 # process's own clock) with the run's wall time and the archipelago's totals (all islands)

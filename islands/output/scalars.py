@@ -16,7 +16,6 @@ import numbers
 from pathlib import Path
 from typing import Any
 
-from ..config.checks import wandb_missing  # noqa: F401 (its users import it from here)
 from ..messages import RunStatus
 
 TB_DIR = "tb"
