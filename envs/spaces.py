@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.base import ActionSpec
+from policies.spec import ActionSpec
 
 from .synthetic import parse_synthetic
 from .torch_registry import torch_envs

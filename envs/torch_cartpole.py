@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import torch
 
-from policies.base import ActionSpec
+from policies.spec import ActionSpec
 
 GRAVITY = 9.8
 MASSCART = 1.0

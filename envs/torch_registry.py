@@ -1,15 +1,16 @@
 """The torch-native env registry: which env ids the ``"torch"`` backend simulates.
 
 Kept apart from :mod:`envs.torch_evaluator` so that looking an id up (backend choice,
-spaces, error suggestions) imports only the env classes, never an evaluator.
+error suggestions) imports nothing: an env's class (and torch) is imported when an id's
+spaces or evaluator are needed (:class:`policies.registry.LazyRegistry`).
 """
 
 from __future__ import annotations
 
-from .torch_cartpole import TorchCartPole
-from .torch_snake import TorchSnake
+from policies.registry import LazyRegistry
 
-TORCH_ENVS: dict[str, type] = {"CartPole-v1": TorchCartPole, "Snake-v0": TorchSnake}
+TORCH_ENVS: LazyRegistry = LazyRegistry({"CartPole-v1": "envs.torch_cartpole:TorchCartPole",
+                                         "Snake-v0": "envs.torch_snake:TorchSnake"})
 
 
 def register_torch_env(env_id: str, cls: type) -> None:
@@ -21,6 +22,6 @@ def register_torch_env(env_id: str, cls: type) -> None:
     TORCH_ENVS[str(env_id)] = cls
 
 
-def torch_envs() -> dict[str, type]:
+def torch_envs() -> LazyRegistry:
     """Ids the torch-native backend simulates, with their env classes."""
     return TORCH_ENVS

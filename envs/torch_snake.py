@@ -43,7 +43,7 @@ from collections.abc import Sequence
 
 import torch
 
-from policies.base import ActionSpec
+from policies.spec import ActionSpec
 
 DEFAULT_SIZE = 10
 DEFAULT_START_LENGTH = 3

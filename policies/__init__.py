@@ -7,20 +7,35 @@ Kinds: ``mlp`` (fully connected tanh), ``cnn`` (Atari frame stacks), ``neuromod`
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .base import ActionSpec, Policy
-from .cnn import CNNPolicy
-from .mlp import MLPPolicy
-from .neuromod import NeuromodPolicy
 from .obsnorm import RunningMeanStd
+from .registry import LazyRegistry
+from .spec import ActionSpec
 
-POLICIES: dict[str, type[Policy]] = {
-    "mlp": MLPPolicy,
-    "cnn": CNNPolicy,
-    "neuromod": NeuromodPolicy,
-}
+if TYPE_CHECKING:
+    from .base import Policy
+    from .cnn import CNNPolicy
+    from .mlp import MLPPolicy
+    from .neuromod import NeuromodPolicy
+
+# The kinds, imported (with torch) on first lookup: names alone cost nothing.
+POLICIES: LazyRegistry = LazyRegistry({
+    "mlp": "policies.mlp:MLPPolicy",
+    "cnn": "policies.cnn:CNNPolicy",
+    "neuromod": "policies.neuromod:NeuromodPolicy",
+})
+
+_LAZY = {"Policy": "base", "MLPPolicy": "mlp", "CNNPolicy": "cnn", "NeuromodPolicy": "neuromod"}
+
+
+def __getattr__(name: str) -> Any:
+    """``policies.Policy`` and the kinds' classes, imported on first use (PEP 562)."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"policies.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'policies' has no attribute {name!r}")
 
 
 def option_names(kind: str) -> tuple[str, ...]:
@@ -33,6 +48,8 @@ def option_names(kind: str) -> tuple[str, ...]:
 def check_options(kind: str, options: dict[str, Any]) -> None:
     """ValueError naming the first unknown key, so a typo (``hiden``) is not silently
     ignored in favour of the default network."""
+    if not options:  # nothing to check: the kind's class (and torch) stays unimported
+        return
     known = option_names(kind)
     unknown = sorted(set(options) - set(known))
     if unknown:

@@ -39,6 +39,29 @@ def run_arch(cfg, node_cpus=(2.0,)):
     return drive(Archipelago(cfg, plan_islands(cfg, list(node_cpus))))
 
 
+HANG_S = 180.0  # time budget of a run that stops on a condition: only a guard against a hang
+MET = "condition met"
+
+
+def run_until(cfg, holds, node_cpus=(2.0,)):
+    """Drive until ``holds(rows)`` is true for the rows so far, then end the run as a budget
+    would (stop reason ``MET``): outcomes decided by what the islands did, not by how many
+    generations a clock allowed on a loaded machine. ``cfg.time_budget`` is the hang guard."""
+    arch = Archipelago(cfg, plan_islands(cfg, list(node_cpus)))
+    rows: list[dict] = []
+
+    def on_report(row, status):
+        rows.append(row)
+        if holds(rows):
+            arch.request_stop(MET)
+
+    return drive(arch, on_report)
+
+
+def last(rows, island):
+    return next((r for r in reversed(rows) if r["island"] == island), None)
+
+
 def drive(arch, on_report=None):
     """Start ``arch``, run it to its stop (``on_report`` after each report), shut it down."""
     try:
@@ -274,13 +297,26 @@ def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_sessio
     # Island 1 is a GA whose mutations (sigma 1e-50) vanish in the policy's float32
     # weights: every individual it breeds is the zero network, which always pushes left, so
     # on its own its fitness never changes. Only migrants (edge 0>1) can lift it. The run
-    # stops on time, not generations: the fast GA must not finish before migrants arrive.
+    # stops once an immigrant has lifted it, not on generations: the fast GA must not
+    # finish before migrants arrive.
     cfg = cfg_of(islands=2, namespace="t-migrate", topology="edges", edges="0>1",
-                 migrants=2, migration_interval=2, generations=100_000, time_budget=15.0,
+                 migrants=2, migration_interval=2, generations=100_000, time_budget=HANG_S,
                  max_episode_steps=200,
                  episodes=2, island_specs=[{"strategy": "cmaes", "popsize": 12},
                                            {"strategy": "ga", "sigma": 1e-50}])
-    res = run_arch(cfg)
+
+    def lifted(rows):
+        r1 = [r for r in rows if r["island"] == 1]
+        if not r1:
+            return False
+        best0 = max((r["best_so_far"] for r in rows if r["island"] == 0), default=0)
+        # and at most island 0's best: a migrant can score above its sender's best so far
+        # on island 1's episodes for a while (episode noise), never for good
+        return (r1[-1]["immigrants"] >= 2 and 100 <= r1[-1]["best_so_far"] <= best0
+                and max(r["fitness_max"] for r in r1 if r["immigrants"] > 0) >= 60)
+
+    res = run_until(cfg, lifted)
+    assert res.stop_reason == MET
     r0, r1 = rows_of(res, 0), rows_of(res, 1)
     alone = [r for r in r1 if r["immigrants"] == 0]
     assert alone and max(r["fitness_max"] for r in alone) < 20  # stuck: falls in ~10 steps
@@ -299,11 +335,23 @@ def test_an_adopting_island_moves_to_a_better_islands_genome(ray_session):
     # (pycma's inject); with --migrant-rule adopt it becomes island 1's center, and island
     # 1's samples score as the genome island 0 sent.
     cfg = cfg_of(islands=2, namespace="t-adopt", topology="edges", edges="0>1",
-                 migrants=1, migration_interval=2, generations=100_000, time_budget=15.0,
+                 migrants=1, migration_interval=2, generations=100_000, time_budget=HANG_S,
                  max_episode_steps=200, episodes=2, migrant_rule="adopt",
                  island_specs=[{"strategy": "cmaes", "popsize": 12},
                                {"strategy": "cmaes", "popsize": 6, "sigma": 1e-12}])
-    res = run_arch(cfg)
+
+    def moved_up(rows):
+        r1 = [r for r in rows if r["island"] == 1]
+        alone = [r["fitness_max"] for r in r1 if r["adopted"] == 0]
+        moved = [r["fitness_max"] for r in r1 if r["adopted"] > 0]
+        # island 0's own best at least island 1's: what island 1 scores (on its own
+        # episodes) can exceed the sender's best so far for a while, by episode noise
+        best0 = max((r["best_so_far"] for r in rows if r["island"] == 0), default=0)
+        return (bool(alone and moved) and max(moved) > max(alone) + 50
+                and r1[-1]["best_so_far"] <= best0)
+
+    res = run_until(cfg, moved_up)
+    assert res.stop_reason == MET
     r0, r1 = rows_of(res, 0), rows_of(res, 1)
     assert r0[-1]["adopted"] == 0 and r1[-1]["adopted"] >= 1
     alone = [r["fitness_max"] for r in r1 if r["adopted"] == 0]
@@ -318,10 +366,13 @@ def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread(ra
     # settings, each times 0.8 or 1.2 (PBT's explore), and learns from there.
     cfg = cfg_of(islands=2, namespace="t-spread", topology="edges", edges="0>1",
                  strategy="ars", hp_spread=2.0, migrant_rule="adopt", migrants=1,
-                 migration_interval=2, generations=100_000, time_budget=12.0,
+                 migration_interval=2, generations=100_000, time_budget=HANG_S,
                  max_episode_steps=200, episodes=2,
                  island_specs=[{"popsize": 8}, {"popsize": 8, "sigma": 1e-12}])
-    res = run_arch(cfg)
+    # three reports of island 1 after its adoption: the settings it took, and kept
+    res = run_until(cfg, lambda rows: sum(r["island"] == 1 and r["adopted"] > 0
+                                          for r in rows) >= 3)
+    assert res.stop_reason == MET
     r0, r1 = rows_of(res, 0), rows_of(res, 1)
     assert r0[-1]["adopted"] == 0 and r1[-1]["adopted"] >= 1
     sender = {(r["sigma"], r["lr"]) for r in r0}
@@ -335,24 +386,38 @@ def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread(ra
 
 def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
     cfg = cfg_of(islands=2, namespace="t-async", strategy="cmaes", migration_interval=1,
-                 migrants=1, generations=100000, time_budget=8.0,
+                 migrants=1, generations=100000, time_budget=HANG_S,
                  island_specs=[{}, {"slowdown_s": 1.0}])
-    res = run_arch(cfg)
+
+    def both_traded(rows):  # the slow island's third report, both having received migrants
+        r0, r1 = last(rows, 0), last(rows, 1)
+        return (r0 is not None and r1 is not None and r1["generation"] >= 3
+                and r0["immigrants"] > 0 and r1["immigrants"] > 0)
+
+    res = run_until(cfg, both_traded)
     g0, g1 = rows_of(res, 0)[-1]["generation"], rows_of(res, 1)[-1]["generation"]
     assert g1 >= 2
     assert g0 >= 3 * g1, (g0, g1)
     # Both still exchange migrants: the slow one just does it less often.
     assert rows_of(res, 0)[-1]["immigrants"] > 0 and rows_of(res, 1)[-1]["immigrants"] > 0
-    assert res.stop_reason == "time budget"
+    assert res.stop_reason == MET
 
 
 def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
     cfg = cfg_of(islands=4, namespace="t-mixed", strategy="cmaes,sep-cmaes,openai-es,ga",
                  topology="full", migrants=1, migration_interval=1, obs_sync_interval=1,
-                 generations=10_000, time_budget=20.0, obs_norm=True)
-    # Stop on time, not on a generation count: with a generation limit a fast island can
-    # finish before any other island's emigrants reach it (seen on a loaded machine).
-    res = run_arch(cfg)
+                 generations=10_000, time_budget=HANG_S, obs_norm=True)
+    # Stop once every island has received immigrants and merged statistics, not on a
+    # generation count: with a generation limit a fast island can finish before any other
+    # island's emigrants reach it (seen on a loaded machine).
+
+    def all_traded(rows):
+        lasts = [last(rows, i) for i in range(4)]
+        return all(r is not None and r["generation"] >= 2 and r["immigrants"] > 0
+                   and r["obs_count"] > r["env_steps"] + r["evals"] for r in lasts)
+
+    res = run_until(cfg, all_traded)
+    assert res.stop_reason == MET
     assert [i.strategy for i in res.islands] == ["cmaes", "sep-cmaes", "openai-es", "ga"]
     for i in range(4):
         rows = rows_of(res, i)

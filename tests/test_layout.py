@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 PACKAGES = ("islands", "envs", "policies")
@@ -287,3 +289,37 @@ def test_the_cap_check_sees_an_offender():
     long = "\n".join(["x"] * (DEF_MAX + 1))
     tree = ast.parse(f'class A:\n    def f(self):\n        """{long}"""\n')
     assert _def_offenders(tree.body, "") == [f"A.f: {DEF_MAX + 1} lines > {DEF_MAX}"]
+
+
+# Processes that only name strategies, policies and envs: the launcher's driver and CLIs,
+# the coordinator's actor. torch (~2 s) and pycma (~1.5 s, with scipy and matplotlib) load
+# in the processes that evolve or evaluate, on first use (policies.registry.LazyRegistry).
+LIGHT_MODULES = ("islands.launch", "islands.config", "islands.runtime.driver",
+                 "islands.runtime.actors", "islands.coordinator", "islands.status",
+                 "islands.experiment.cli")
+HEAVY = ("torch", "cma", "scipy", "matplotlib")
+
+
+def test_naming_things_imports_neither_torch_nor_pycma():
+    code = (f"import sys\nfor m in {LIGHT_MODULES!r}: __import__(m)\n"
+            "from islands.config import from_dict, resolve\n"
+            "from islands.strategies import STRATEGIES\nfrom policies import POLICIES\n"
+            "resolve(from_dict({'env': 'rastrigin:10', 'strategy': 'cmaes,ga,ars'}))\n"
+            "assert 'cmaes' in STRATEGIES and 'mlp' in POLICIES\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", f"loaded at import: {proc.stdout.strip()}"
+
+
+def test_a_lazy_registry_imports_its_class_on_lookup_only():
+    from policies import POLICIES
+    from policies.registry import LazyRegistry
+
+    reg = LazyRegistry({"mlp": "policies.mlp:MLPPolicy", "x": int, "gone": "no_such_mod:X"})
+    # names, membership and listing never import: "gone" fails only when looked up
+    assert list(reg) == ["mlp", "x", "gone"] and "gone" in reg and reg["x"] is int
+    with pytest.raises(ModuleNotFoundError, match="no_such_mod"):
+        reg["gone"]
+    assert reg["mlp"] is POLICIES["mlp"] and reg["mlp"].__name__ == "MLPPolicy"

@@ -20,14 +20,11 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
-from envs.synthetic import evaluator_waits
-
 from ..coordinator import CoordinatorCore, CoordinatorSpec
-from ..island.core import IslandCore
 from ..messages import (
     CoordinatorReply,
     EvolveResult,
@@ -38,7 +35,11 @@ from ..messages import (
     IslandInfo,
 )
 from ..persistence.checkpointing import CheckpointSpec
-from ..planning import IslandSpec
+
+if TYPE_CHECKING:  # the island's modules are imported by the island's actor only: the
+    # coordinator's process never loads torch, the envs or the strategies (seconds each)
+    from ..island.core import IslandCore
+    from ..island.spec import IslandSpec
 
 log = logging.getLogger("islands.island")
 
@@ -93,6 +94,9 @@ class IslandActor:
                  device: str = "auto", checkpoint: CheckpointSpec | None = None) -> None:
         import torch
 
+        from envs.synthetic import evaluator_waits
+
+        from ..island.core import IslandCore
         from .metrics import IslandMetrics
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")

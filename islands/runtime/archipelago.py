@@ -74,6 +74,7 @@ class Archipelago:
         self.resume = resume  # islands and coordinator start from their checkpoints
         self.prior_rows: list[dict[str, Any]] = []  # metrics of the run being resumed
         self.stop_signal: int | None = None  # set (by a signal handler) to stop the run
+        self.stop_request: str | None = None  # request_stop's reason
         self.islands: list[IslandRef] = []  # by island index
         self.actors: list[Any] = []  # one per host
         self.coordinator = None
@@ -273,6 +274,12 @@ class Archipelago:
         return errors
 
     # ---- the run ---------------------------------------------------------------------
+    def request_stop(self, reason: str = "requested") -> None:
+        """End the run as a budget would (final checkpoints, the hall of fame's test), with
+        ``reason`` as its stop reason: for a caller whose ``on_report`` has seen what it
+        waited for. Safe from ``on_report`` and from another thread."""
+        self.stop_request = str(reason)
+
     def run(self, on_report: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
             ) -> RunResult:
         """Drive the islands until a stop condition (:class:`.loop.RunLoop`); then wrap up.

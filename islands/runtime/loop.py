@@ -141,6 +141,9 @@ class RunLoop:
         if self.arch.stop_signal is not None:
             self.stop_reason = "interrupted"
             return True
+        if self.arch.stop_request is not None:
+            self.stop_reason = self.arch.stop_request
+            return True
         self.outbox.resend_due(now)
         self.elastic.poll(now)
         self._resubmit_overdue(now)

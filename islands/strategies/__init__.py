@@ -6,22 +6,36 @@ strategy maximizes fitness; defaults are documented in each strategy's module.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from policies.registry import LazyRegistry
+
 from .ars import ARS
 from .base import Strategy
 from .cmaes import CMAES
 from .ga import GA
 from .openai_es import OpenAIES
-from .openai_es_nt import OpenAIESNT
 from .sep_cmaes import SepCMAES
 
-STRATEGIES: dict[str, type[Strategy]] = {
+if TYPE_CHECKING:
+    from .openai_es_nt import OpenAIESNT
+
+# openai-es-nt (torch, its noise table) is imported on first lookup; the others are numpy
+# (pycma itself loads when a CMA-ES is built: strategies/cmaes.py)
+STRATEGIES: LazyRegistry = LazyRegistry({
     "cmaes": CMAES,
     "sep-cmaes": SepCMAES,
     "openai-es": OpenAIES,
-    "openai-es-nt": OpenAIESNT,
+    "openai-es-nt": "islands.strategies.openai_es_nt:OpenAIESNT",
     "ga": GA,
     "ars": ARS,
-}
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIESNT":  # PEP 562: the class on first use, as in the registry
+        return STRATEGIES["openai-es-nt"]
+    raise AttributeError(f"module 'islands.strategies' has no attribute {name!r}")
 
 
 def make(name: str, dim: int, popsize=None, sigma=None, seed: int = 0, x0=None, **options):

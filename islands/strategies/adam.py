@@ -17,10 +17,17 @@ trajectory stays the same bit for bit; the two agree to rounding, not bit for bi
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
-import torch
+
+
+def _torch_if_tensor(x):
+    """torch when ``x`` is a torch tensor, else None. A tensor means torch is loaded
+    already; numpy-only runs (openai-es, ARS) never import it (about 2 s per process)."""
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(x, torch.Tensor) else None
 
 
 class Adam:
@@ -29,7 +36,8 @@ class Adam:
     def __init__(self, theta, lr: float, b1: float, b2: float, eps: float) -> None:
         """Zero moments shaped like ``theta`` (numpy array or torch tensor), ``t = 0``."""
         self.lr, self.b1, self.b2, self.eps = float(lr), float(b1), float(b2), float(eps)
-        zeros = torch.zeros_like if isinstance(theta, torch.Tensor) else np.zeros_like
+        torch = _torch_if_tensor(theta)
+        zeros = torch.zeros_like if torch is not None else np.zeros_like
         self.m, self.v, self.t = zeros(theta), zeros(theta), 0
 
     def ascend(self, theta, g, l2: float):
@@ -41,7 +49,8 @@ class Adam:
         b1, b2 = self.b1, self.b2
         self.t += 1
         a = self.lr * np.sqrt(1 - b2**self.t) / (1 - b1**self.t)
-        if isinstance(theta, torch.Tensor):
+        torch = _torch_if_tensor(theta)
+        if torch is not None:
             d = torch.add(g, theta, alpha=-l2)
             self.m.mul_(b1).add_(d, alpha=1 - b1)
             self.v.mul_(b2).addcmul_(d, d, value=1 - b2)
@@ -57,7 +66,8 @@ class Adam:
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         """Moments from :meth:`state_dict`, into this instance's array type and device."""
-        if isinstance(self.m, torch.Tensor):
+        torch = _torch_if_tensor(self.m)
+        if torch is not None:
             dev = self.m.device
             self.m, self.v = (torch.tensor(np.asarray(d[k], dtype=np.float64), device=dev)
                               for k in ("m", "v"))
@@ -67,4 +77,4 @@ class Adam:
 
 
 def _numpy(x) -> np.ndarray:
-    return x.cpu().numpy().copy() if isinstance(x, torch.Tensor) else x.copy()
+    return x.cpu().numpy().copy() if _torch_if_tensor(x) is not None else x.copy()

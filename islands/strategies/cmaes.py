@@ -41,14 +41,24 @@ through pycma's ``randn`` option, so a restored run continues bit-identically.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-import cma
 import numpy as np
-from cma.evolution_strategy import get_CMASolutionDict
 
 from .base import Strategy, check_x0, rng_state, set_rng_state
 from .pycma_state import decode_graph, encode_graph, is_plain
+
+if TYPE_CHECKING:
+    import cma
+
+
+def _pycma():
+    """pycma, imported on first use: it pulls in scipy.stats and matplotlib (about 1.5 s
+    per process), which every process that never runs CMA-ES (the coordinator, the tester,
+    the launcher, other strategies' islands) would otherwise pay at start-up."""
+    return importlib.import_module("cma")
+
 
 DEFAULT_SIGMA = 0.1
 # Options this module sets itself: passing them would break the contract or state capture.
@@ -79,7 +89,7 @@ class CMAES(Strategy):
 
     def __init__(self, dim, popsize=None, sigma=None, seed=0, x0=None, **options) -> None:
         super().__init__(dim, popsize, sigma, seed, x0)
-        valid = cma.CMAOptions().keys()
+        valid = _pycma().CMAOptions().keys()
         for k, v in options.items():
             if k in _RESERVED:
                 raise ValueError(f"option {k!r} cannot be set for {self.name}: {_RESERVED[k]}")
@@ -117,11 +127,12 @@ class CMAES(Strategy):
         )
         if self._popsize_arg is not None:
             opts["popsize"] = self._popsize_arg
+        cma = _pycma()
         es = cma.CMAEvolutionStrategy(self._x0, self.sigma0, opts)
         # pycma's post-tell archive is "not really in use" (its own docstring) but holds up
         # to 30 * popsize solutions when popsize < 33: 74 MB at 10K dims. The empty
         # stand-in is pycma's own class for switching it off.
-        es.archive = get_CMASolutionDict(False)()
+        es.archive = cma.evolution_strategy.get_CMASolutionDict(False)()
         self.popsize = int(es.popsize)
         return es
 
@@ -171,7 +182,7 @@ class CMAES(Strategy):
 
     def _state(self) -> dict[str, Any]:
         return {
-            "pycma": cma.__version__,
+            "pycma": _pycma().__version__,
             "sigma0": self.sigma0,
             "popsize_arg": self._popsize_arg,
             "x0": self._x0.copy(),
@@ -183,9 +194,9 @@ class CMAES(Strategy):
         }
 
     def _load_state(self, d: dict[str, Any]) -> None:
-        if d["pycma"] != cma.__version__:  # the captured graph is pycma's internal layout
+        if d["pycma"] != _pycma().__version__:  # the captured graph is pycma's internal layout
             raise ValueError(f"{self.name} state was saved with pycma {d['pycma']}, "
-                             f"this is pycma {cma.__version__}")
+                             f"this is pycma {_pycma().__version__}")
         self.sigma0 = float(d["sigma0"])
         self._popsize_arg = None if d["popsize_arg"] is None else int(d["popsize_arg"])
         self._x0 = np.array(d["x0"], dtype=np.float64)

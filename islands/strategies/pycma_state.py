@@ -20,7 +20,6 @@ import types
 from typing import Any
 
 import numpy as np
-from cma.utilities.utils import SolutionDict
 
 _TOP_LEVEL_SKIP = {"opts", "inopts", "inputargs", "logger"}
 
@@ -33,6 +32,14 @@ _CALLABLE_TYPES = (
     type,
     types.ModuleType,
 )
+
+
+def _solution_dict() -> type:
+    """pycma's SolutionDict, imported where a graph is walked (pycma is loaded by then:
+    importing it here at the top would cost every process that imports the strategies)."""
+    from cma.utilities.utils import SolutionDict
+
+    return SolutionDict
 
 
 def _skip_type(v) -> bool:
@@ -137,13 +144,13 @@ class _Encoder:
                                "cls": f"{cls.__module__}:{cls.__qualname__}"}
         # SolutionDict's three hash-keyed dicts are rebuilt from "entries"/"same" below
         special = ("data", "data_with_same_key", "_unhashed_keys")
-        special = special if isinstance(v, SolutionDict) else ()
+        special = special if isinstance(v, _solution_dict()) else ()
         out["attrs"] = {
             k: _SKIP if top and k in _TOP_LEVEL_SKIP else self.encode(x, f"{path}.{k}")
             for k, x in vars(v).items()
             if k not in special
         }
-        if isinstance(v, SolutionDict):
+        if isinstance(v, _solution_dict()):
             # keys are hash(x.tobytes()), which differs between processes: keep the solution
             uk = v._unhashed_keys
             if set(uk) != set(v.data) or not set(v.data_with_same_key) <= set(v.data):
@@ -243,7 +250,7 @@ class _Decoder:
                 new[k] = self.decode(xe, old.get(k))
             elif k in old:  # not state (options, logger, randn): keep the fresh ES's value
                 new[k] = old[k]
-        if isinstance(target, SolutionDict):
+        if isinstance(target, _solution_dict()):
             new["data"], new["data_with_same_key"], new["_unhashed_keys"] = {}, {}, {}
             for u, x in self._decode_items(e["entries"], {}):
                 key = target.key(u)  # re-hash in this process
