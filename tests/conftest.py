@@ -86,6 +86,30 @@ def run_cluster_script(name: str, timeout: float = 600) -> dict:
                            if line.startswith('{"stop_reason"')))
 
 
+HANG_S = 180.0  # time budget of a run that stops on a condition: only a guard against a hang
+MET = "condition met"  # the stop reason of such a run
+
+
+def stop_when(arch, holds):
+    """An ``on_report`` for ``arch.run`` that ends the run as a budget would (stop reason
+    ``MET``) once ``holds(rows)`` is true for the rows so far: a test's outcome then rests
+    on what the islands did, not on how many generations a clock allowed on a loaded
+    machine (the config's time budget, ``HANG_S``, only guards against a hang)."""
+    rows: list[dict] = []
+
+    def on_report(row, status):
+        rows.append(row)
+        if holds(rows):
+            arch.request_stop(MET)
+
+    return on_report
+
+
+def last_row(rows: list[dict], island: int) -> dict | None:
+    """The latest row of ``island`` among ``rows``; None before its first report."""
+    return next((r for r in reversed(rows) if r["island"] == island), None)
+
+
 def run_module(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", module, *args], cwd=ROOT, env=subprocess_env(),

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import HANG_S, MET, last_row, stop_when
 
 from islands.config import from_dict, resolve
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
@@ -39,27 +40,10 @@ def run_arch(cfg, node_cpus=(2.0,)):
     return drive(Archipelago(cfg, plan_islands(cfg, list(node_cpus))))
 
 
-HANG_S = 180.0  # time budget of a run that stops on a condition: only a guard against a hang
-MET = "condition met"
-
-
 def run_until(cfg, holds, node_cpus=(2.0,)):
-    """Drive until ``holds(rows)`` is true for the rows so far, then end the run as a budget
-    would (stop reason ``MET``): outcomes decided by what the islands did, not by how many
-    generations a clock allowed on a loaded machine. ``cfg.time_budget`` is the hang guard."""
+    """Drive until ``holds(rows)`` is true (conftest.stop_when); the RunResult."""
     arch = Archipelago(cfg, plan_islands(cfg, list(node_cpus)))
-    rows: list[dict] = []
-
-    def on_report(row, status):
-        rows.append(row)
-        if holds(rows):
-            arch.request_stop(MET)
-
-    return drive(arch, on_report)
-
-
-def last(rows, island):
-    return next((r for r in reversed(rows) if r["island"] == island), None)
+    return drive(arch, stop_when(arch, holds))
 
 
 def drive(arch, on_report=None):
@@ -390,7 +374,7 @@ def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
                  island_specs=[{}, {"slowdown_s": 1.0}])
 
     def both_traded(rows):  # the slow island's third report, both having received migrants
-        r0, r1 = last(rows, 0), last(rows, 1)
+        r0, r1 = last_row(rows, 0), last_row(rows, 1)
         return (r0 is not None and r1 is not None and r1["generation"] >= 3
                 and r0["immigrants"] > 0 and r1["immigrants"] > 0)
 
@@ -412,7 +396,7 @@ def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
     # island's emigrants reach it (seen on a loaded machine).
 
     def all_traded(rows):
-        lasts = [last(rows, i) for i in range(4)]
+        lasts = [last_row(rows, i) for i in range(4)]
         return all(r is not None and r["generation"] >= 2 and r["immigrants"] > 0
                    and r["obs_count"] > r["env_steps"] + r["evals"] for r in lasts)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import HANG_S, MET, last_row, stop_when
 
 from islands.config import ConfigError, from_dict, parse_args, resolve
 from islands.island.core import IslandCore
@@ -37,13 +38,14 @@ def _record_inputs(core: IslandCore) -> list:
     return seen
 
 
-def _run(cfg):
-    """Start an archipelago on the session's Ray, run it to its stop; (infos, result)."""
+def _run(cfg, holds):
+    """Start an archipelago on the session's Ray, run it until ``holds(rows)``
+    (conftest.stop_when); (infos, result)."""
     arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
     try:
         arch.start()
         infos = arch.wait_ready()
-        return infos, arch.run()
+        return infos, arch.run(stop_when(arch, holds))
     finally:
         arch.shutdown()
 
@@ -128,10 +130,17 @@ def test_a_device_option_is_refused_by_the_launcher_in_one_line(tmp_path):
 
 def test_a_mixed_run_torch_nt_island_and_envpool_cmaes_island_trade_migrants(ray_session):
     cfg = resolve(from_dict({**SMALL, "islands": 2, "popsize": 8, "topology": "full",
-                             "migrants": 1, "migration_interval": 1, "time_budget": 12.0,
+                             "migrants": 1, "migration_interval": 1, "time_budget": HANG_S,
                              "generations": 100_000, "namespace": "t-device-mixed",
                              "island_specs": [NT, {"strategy": "cmaes"}]}))
-    infos, res = _run(cfg)
+
+    def traded(rows):  # migrants both ways, and one island past the start
+        lasts = [last_row(rows, i) for i in (0, 1)]
+        return all(r is not None and r["generation"] >= 2 and r["immigrants"] > 0
+                   for r in lasts) and max(r["best_so_far"] for r in rows) > 20
+
+    infos, res = _run(cfg, traded)
+    assert res.stop_reason == MET
     assert [(i.strategy, i.backend, i.device) for i in infos] == [
         ("openai-es-nt", "torch", "cpu"), ("cmaes", "envpool", "cpu")]
     last = {r["island"]: r for r in res.rows}
@@ -156,9 +165,10 @@ def test_an_nt_island_on_cuda_keeps_its_population_on_the_gpu():
 def test_a_gpu_island_beside_a_cpu_island_in_one_run(ray_session):
     gpu = {**NT, "num_gpus": 1}
     cfg = resolve(from_dict({**SMALL, "islands": 2, "popsize": 8, "topology": "full",
-                             "migration_interval": 1, "time_budget": 10.0,
+                             "migration_interval": 1, "time_budget": HANG_S,
                              "generations": 100_000, "namespace": "t-device-gpu",
                              "island_specs": [gpu, {"strategy": "cmaes"}]}))
-    infos, res = _run(cfg)
+    infos, res = _run(cfg, lambda rows: {r["island"] for r in rows if r["immigrants"] > 0}
+                      == {0, 1})
     assert [(i.backend, i.device) for i in infos] == [("torch", "cuda"), ("envpool", "cpu")]
     assert {r["island"] for r in res.rows if r["immigrants"] > 0} == {0, 1}

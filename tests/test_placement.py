@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, subprocess_env
+from conftest import MET, ROOT, subprocess_env
 
 from islands.placement import CPU_NODE, GPU_NODE, NODE_TYPE_SHARE, place_by_node_type
 from islands.planning import IslandSpec
@@ -58,4 +58,4 @@ def test_gpu_and_cpu_islands_land_on_their_node_types_and_migrate():
     # island of the other kind.
     for s in out["islands"]:
         assert s["generation"] > 0 and s["immigrants"] > 0, s
-    assert out["stop_reason"] == "time budget"
+    assert out["stop_reason"] == MET
