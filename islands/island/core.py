@@ -32,7 +32,6 @@ from .. import strategies
 from ..messages import Emigrants, EvolveResult, IslandInfo, IslandReport
 from ..persistence.checkpointing import CheckpointSpec
 from ..seeds import strategy_seed, train_seed
-from ..strategies.noise_table import resolve_device
 from .adopt import Adoption
 from .checkpoints import Checkpointing
 from .confirm import Confirmation, Reevaluator
@@ -223,10 +222,12 @@ class IslandCore(Checkpointing):
         strategy's device (openai-es-nt's tensor straight into a torch evaluator: no host
         round trip of the population; only fitness and the call's elite come back), else
         float64 numpy."""
-        dev = getattr(self.strategy, "device", None)
-        if (dev is not None and self.evaluator.backend == "torch"
-                and resolve_device(self.evaluator.device) == dev):
-            return self.strategy.ask_native()
+        dev = getattr(self.strategy, "device", None)  # a torch device (openai-es-nt)
+        if dev is not None and self.evaluator.backend == "torch":
+            from ..strategies.noise_table import resolve_device  # torch, loaded by now
+
+            if resolve_device(self.evaluator.device) == dev:
+                return self.strategy.ask_native()
         return self.strategy.ask()
 
     def _evaluate(self, X) -> Generation:

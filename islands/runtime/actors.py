@@ -18,6 +18,7 @@ resubmits); a restarted actor reloads its last checkpoint (``was_reconstructed``
 from __future__ import annotations
 
 import logging
+import sys
 import time
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -55,11 +56,13 @@ def was_reconstructed() -> bool:
 
 
 def _pick_device(index: int, device: str) -> str:
-    import torch
-
     if device != "auto":
         return device
     gpus = ray.get_gpu_ids()
+    if not gpus:  # no torch import for a CPU island (its evaluator loads it if it needs it)
+        return "cpu"
+    import torch
+
     if gpus and not torch.cuda.is_available():
         log.warning("island %d: Ray assigned GPU %s but torch sees no CUDA; using the CPU",
                     index, gpus)
@@ -92,15 +95,12 @@ class IslandActor:
 
     def __init__(self, specs: list[IslandSpec], eval_spec, run_seed: int = 0,
                  device: str = "auto", checkpoint: CheckpointSpec | None = None) -> None:
-        import torch
-
         from envs.synthetic import evaluator_waits
 
         from ..island.core import IslandCore
         from .metrics import IslandMetrics
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        torch.set_num_threads(_torch_threads(specs, eval_spec))
         reconstructed = was_reconstructed()
         self.cores: dict[int, IslandCore] = {}
         self.metrics: dict[int, Any] = {}
@@ -114,6 +114,9 @@ class IslandActor:
                                                      eval_spec.env_id)
         # evaluators that wait rather than compute (synthetic ``wait_ms``): the batch
         # waits once for its longest, as if each island's simulator ran on its own
+        torch = sys.modules.get("torch")  # loaded by evaluators and policies that use it;
+        if torch is not None:  # synthetic islands never import it (seconds per process)
+            torch.set_num_threads(_torch_threads(specs, eval_spec))
         self.node = ray.get_runtime_context().get_node_id()  # stamped on every result
         self.waits = evaluator_waits(eval_spec)
         for core in self.cores.values():
