@@ -1,25 +1,23 @@
 """``python -m islands.launch``: run an archipelago from flags / a YAML config.
 
-1. parse and resolve the config (:mod:`islands.config`): unknown names, malformed YAML,
-   unknown keys, non-positive sizes, unknown env, cnn on vector observations -> exit 2,
-   one line, before anything is created;
-2. run it on Ray (:func:`islands.runtime.driver.run`): join ``--address`` /
-   ``RAY_ADDRESS`` or start an embedded local Ray, plan and check resources (exit 2 when
-   the cluster cannot place the islands), start the actors, drive the run, write the run
-   directory;
-3. print one JSON line: the run directory and its outcome.
+A thin layer over :mod:`islands.api` (what ``islands.run`` does from Python):
 
-For Python callers and tests, ``islands.runtime.driver.run(cfg)`` is the same without
-argument parsing (it uses an already-initialized Ray as is).
+1. parse the flags and resolve the config (:func:`islands.api.prepare`): unknown names,
+   malformed YAML, unknown keys, non-positive sizes, unknown env, cnn on vector
+   observations -> exit 2, one line, before anything is created;
+2. run it on Ray (:func:`islands.api.execute`): join ``--address`` / ``RAY_ADDRESS`` or start
+   an embedded local Ray, plan and check resources (exit 2 when the cluster cannot place
+   the islands), start the actors, drive the run, write the run directory;
+3. print one JSON line: the run directory and its outcome.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 
-from .config import ConfigError, default_out_dir, parse_args, resolve
+from .api import execute, prepare
+from .config import ConfigError, build_parser
 from .planning import ResourceError
 from .signals import SIGNALS
 
@@ -30,20 +28,17 @@ SUMMARY_KEYS = ("env", "solved", "best_fitness", "test_mean", "confirmation_mean
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        raw = parse_args(argv)
-        if raw.out is None:  # decided before resolving: the checkpoint location follows it
-            raw = dataclasses.replace(raw, out=default_out_dir(raw.env))
-        cfg = resolve(raw)  # its directory is checked once, by the driver, before Ray starts
+        # its directory is checked once, by the driver, before Ray starts
+        cfg = prepare(**vars(build_parser().parse_args(argv)))
         out = cfg.out
     except (ConfigError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     from .runtime.archipelago import StartError
-    from .runtime.driver import run
 
     try:
         with SIGNALS:
-            summary = run(cfg)
+            summary = execute(cfg)
     except (ConfigError, ResourceError, StartError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -20,7 +20,15 @@ holds, and feeding that back with ``--config`` gives the same resolved config.
 """
 
 from .fieldtypes import coerce
-from .parse import build_parser, check_run_dir, default_out_dir, from_dict, load_yaml, parse_args
+from .parse import (
+    build_parser,
+    check_run_dir,
+    default_out_dir,
+    from_dict,
+    from_options,
+    load_yaml,
+    parse_args,
+)
 from .resolve import (
     check_env_id,
     observation_shape,
@@ -40,6 +48,6 @@ from .schema import (
 __all__ = [
     "DEVICES", "FIELDS", "ISLAND_SPEC_KEYS", "Config", "ConfigError", "build_parser",
     "check_env_id", "check_run_dir", "coerce", "default_out_dir",
-    "from_dict", "load_yaml", "observation_shape", "parse_args", "policy_options",
+    "from_dict", "from_options", "load_yaml", "observation_shape", "parse_args", "policy_options",
     "registered_step_limit", "resolve", "strategies_of",
 ]

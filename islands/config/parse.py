@@ -97,22 +97,33 @@ def load_yaml(path: str) -> dict[str, Any]:
 def parse_args(argv: list[str] | None = None) -> Config:
     """Command line (and its --config YAML) -> unresolved Config. Raises ConfigError; argparse
     itself exits 2 on malformed flags."""
-    ns = vars(build_parser().parse_args(argv))
+    return from_options(vars(build_parser().parse_args(argv)))
+
+
+def from_options(options: dict[str, Any]) -> Config:
+    """Options by field name (the command line's, or ``islands.run``'s keywords) -> an
+    unresolved Config. ``config`` (a YAML file) and ``resume`` (a run directory, whose
+    config.yaml it continues) are read first, as on the command line; the other options
+    override them. Unknown names raise ConfigError with the closest field."""
+    for k in options:
+        if k not in FIELDS:
+            raise _unknown_key(k, "")
     values: dict[str, Any] = {}
-    if ns.get("resume"):
-        run_dir = str(ns["resume"])
-        if ns.get("config"):
+    if options.get("resume"):
+        run_dir = str(options["resume"])
+        if options.get("config"):
             raise ConfigError("--resume takes the config from the run directory; drop --config")
         check_run_dir(run_dir)
-        if ns.get("out") and os.path.abspath(ns["out"]) != os.path.abspath(run_dir):
+        out = options.get("out")
+        if out and os.path.abspath(out) != os.path.abspath(run_dir):
             raise ConfigError("--resume continues in the run directory; drop --out")
         for k, v in load_yaml(os.path.join(run_dir, "config.yaml")).items():
             values[k] = coerce(k, v)
         values["out"] = run_dir
-    if ns.get("config"):
-        for k, v in load_yaml(ns["config"]).items():
+    if options.get("config"):
+        for k, v in load_yaml(str(options["config"])).items():
             values[k] = coerce(k, v)
-    for k, v in ns.items():
+    for k, v in options.items():
         values[k] = coerce(k, v)
     return Config(**values)
 

@@ -188,6 +188,41 @@ def _final(s: dict[str, Any]) -> dict[str, Any]:
             else s["confirmation_mean"]}
 
 
+# ---- users' own sweeps ---------------------------------------------------------------------
+def user_trainable(base: dict[str, Any]):
+    """A Tune trainable for a user's own sweep (``islands.trainable``): each trial runs one
+    archipelago with the launcher options ``base`` and the trial's ``config`` on top (both by
+    field name; Tune's search spaces go in ``param_space``), into ``<trial dir>/run``, its
+    actors in a namespace of their own, in a placement group sized as the launcher would
+    size the run on the connected cluster. It reports ``best_fitness`` (the archipelago's
+    hall of fame), ``generation``, ``total_evals``, ``total_env_steps`` and ``wall_s`` every
+    few seconds, then the run's outcome (``solved``, ``test_mean``, ``final``)."""
+    from ..config import from_options
+
+    from_options(dict(base))  # unknown names fail here, before Tune starts a trial
+
+    def resources(config: dict[str, Any]) -> tune.PlacementGroupFactory:
+        cfg = resolve(from_options({**base, **config, "out": "unused"}))
+        _, bundles, _ = _plan_one(cfg, cluster_nodes())
+        return tune.PlacementGroupFactory([{}] + bundles, strategy="PACK")
+
+    return tune.with_resources(tune.with_parameters(_user_trial, base=dict(base)),
+                               resources=resources)
+
+
+def _user_trial(config: dict[str, Any], base: dict[str, Any]) -> None:
+    from ..config import from_options
+    from .driver import run
+
+    ctx = tune.get_context()
+    cfg = resolve(from_options({**base, **config, "quiet": True,
+                                "out": str(Path(ctx.get_trial_dir()) / "run"),
+                                "namespace": f"tune-{ctx.get_trial_id()}"}))
+    share, _, _ = _plan_one(cfg, cluster_nodes())
+    cfg = dataclasses.replace(cfg, cpus_per_island=share)
+    tune.report(_final(run(cfg, display=False, observer=_Reporter())))
+
+
 # ---- the driver ----------------------------------------------------------------------------
 def _trainable(source, plans: dict[str, TrialPlan]):
     bundles = {k: p.bundles for k, p in plans.items()}

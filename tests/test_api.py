@@ -1,0 +1,110 @@
+"""islands from Python (``islands.run``, ``islands.Result``) and the ``islands`` command."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT, subprocess_env
+
+import islands
+from islands.api import prepare
+from islands.config import ConfigError
+
+QUICK = dict(env="CartPole-v1", islands=2, popsize=8, episodes=1, max_episode_steps=100,
+             generations=4, target="none", test_episodes=5, quiet=True)
+
+
+def test_a_run_from_python_returns_its_genome_policy_and_metrics(ray_session, tmp_path):
+    res = islands.run(**QUICK, seed=1, out=str(tmp_path / "run"), namespace="t-api")
+    assert isinstance(res, islands.Result) and res.run_dir == str(tmp_path / "run")
+    assert res.stop_reason == "generations" and not res.solved
+    assert res.summary["generations"] == {"0": 4, "1": 4}
+    assert res.best.shape == (res.summary["num_params"],) and res.best.dtype == np.float64
+    assert res.best_fitness == res.summary["best_fitness"]
+    m = res.metrics  # one row per island report
+    assert sorted(set(m.island)) == [0, 1] and m.generation.max() == 4
+    # the policy drives a Gymnasium env as the run's test did
+    env = gymnasium.make("CartPole-v1", max_episode_steps=100)
+    ctrl = res.policy()
+    obs, _ = env.reset(seed=0)
+    ctrl.reset()
+    action = ctrl(obs)
+    assert env.action_space.contains(action)
+    again = res.evaluate(episodes=3, seed=7)
+    assert again["episodes"] == 3 and np.isfinite(again["mean"])
+
+    # a second run in the same process, from the first one's Config with an option on top
+    cfg = prepare(str(tmp_path / "run" / "config.yaml"))
+    res2 = islands.run(dataclasses.replace(cfg, out=str(tmp_path / "run2")), seed=2,
+                       namespace="t-api-2")
+    assert res2.summary["generations"] == {"0": 4, "1": 4}
+    assert yaml.safe_load((tmp_path / "run2" / "config.yaml").read_text())["seed"] == 2
+    assert not np.array_equal(res2.best, res.best)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"popsiz": 8}, "unknown config key 'popsiz'; did you mean 'popsize'?"),
+    ({"popsize": 1}, "--popsize must be at least 2, got 1"),
+    ({"env": "CartPole-v9"}, "CartPole-v9"),
+])
+def test_bad_options_raise_one_line_before_anything_starts(tmp_path, options, message):
+    with pytest.raises(ConfigError) as e:
+        islands.run(**{**QUICK, **options}, out=str(tmp_path / "run"))
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "run").exists()
+
+
+def _islands(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("islands", path=str(ROOT / ".venv" / "bin")) or shutil.which("islands")
+    cmd = [exe] if exe else [sys.executable, "-m", "islands.console"]
+    return subprocess.run([*cmd, *args], cwd=ROOT, env=subprocess_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_islands_command_is_installed_and_names_its_subcommands():
+    assert shutil.which("islands") or (ROOT / ".venv" / "bin" / "islands").exists(), \
+        "no islands console script: pip install -e . installs it (pyproject [project.scripts])"
+    v = _islands("--version")
+    assert v.returncode == 0 and v.stdout.strip() == f"islands {islands.__version__}"
+    h = _islands("launch", "--help")
+    assert h.returncode == 0 and "--migration-interval" in h.stdout
+    top = _islands()
+    assert top.returncode == 2 and all(c in top.stdout for c in ("launch", "status",
+                                                                  "evaluate", "experiment"))
+    bad = _islands("lunch")
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "islands: error: unknown command 'lunch' (choose from launch, status, evaluate, "
+        "experiment)")
+    missing = _islands("evaluate", "no-such-run")
+    assert missing.returncode == 2 and "no solution file" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_a_tune_sweep_of_islands_options_reports_the_archipelagos_best(ray_session, tmp_path):
+    from ray import tune
+
+    tuner = tune.Tuner(
+        islands.trainable(**{**QUICK, "islands": 1, "generations": 2}),
+        param_space={"seed": tune.grid_search([0, 1])},
+        tune_config=tune.TuneConfig(metric="best_fitness", mode="max"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="sweep", verbose=0))
+    grid = tuner.fit()
+    assert len(grid) == 2 and not grid.errors, grid.errors
+    finals = [r.metrics for r in grid]
+    assert all(m["final"] and np.isfinite(m["best_fitness"]) for m in finals), finals
+    assert sorted(r.config["seed"] for r in grid) == [0, 1]
+    best = grid.get_best_result()
+    assert best.metrics["best_fitness"] == max(m["best_fitness"] for m in finals)
+    assert best.metrics["total_evals"] >= 2 * 8  # two generations of 8 (and re-evaluations)
+
+
+def test_a_trainable_with_an_unknown_option_is_refused_at_once():
+    with pytest.raises(ConfigError, match="unknown config key 'popsiz'"):
+        islands.trainable(env="CartPole-v1", popsiz=8)
