@@ -26,6 +26,10 @@ def make_evaluator(env_id: str, backend: str = "auto", **kwargs: Any) -> Evaluat
         from .synthetic import SyntheticEvaluator
 
         return SyntheticEvaluator(env_id, **kwargs)
+    if backend == "problem":
+        from .problem import ProblemEvaluator
+
+        return ProblemEvaluator.from_env(env_id, kwargs.get("env_kwargs"))
     if backend == "gymnasium":
         from .gym_evaluator import GymnasiumEvaluator
 

@@ -49,6 +49,24 @@ def load_target(target: str | Callable) -> Callable:
     return fn
 
 
+PREFIX = "problem:"
+KWARGS = ("dim", "minimize", "bounds")
+
+
+def problem_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """The evaluator's arguments from an env id ``problem:package.module:function`` and its
+    ``env_kwargs`` (``dim`` required; ``minimize``, ``bounds``); ProblemError otherwise."""
+    kw = dict(env_kwargs or {})
+    unknown = sorted(set(kw) - set(KWARGS))
+    if unknown:
+        raise ProblemError(f"env {env_id!r}: unknown env_kwargs key {unknown[0]!r} "
+                           f"(known: {', '.join(KWARGS)})")
+    if kw.get("dim") is None:
+        raise ProblemError(f"env {env_id!r}: a user's objective needs its dimension "
+                           "(--dim D, or env_kwargs dim)")
+    return {"target": str(env_id)[len(PREFIX):], **kw}
+
+
 class BoxGenome(Genome):
     """A genome started uniformly inside ``bounds`` (``Genome``'s [-3, 3] without them)."""
 
@@ -86,6 +104,14 @@ class ProblemEvaluator(Evaluator):
         self.policy = BoxGenome(int(dim), bounds)
         self.batched: bool | None = None  # decided on the first call
         self.defer_waits, self.owed_s = False, 0.0
+
+    @classmethod
+    def from_env(cls, env_id: str, env_kwargs: dict[str, Any] | None) -> ProblemEvaluator:
+        """Built as the other backends are, from an env id and ``env_kwargs``."""
+        kw = problem_kwargs(env_id, env_kwargs)
+        ev = cls(kw.pop("target"), **kw)
+        ev.env_id = str(env_id)
+        return ev
 
     def values(self, X: np.ndarray) -> np.ndarray:
         """``f`` of each row of ``X`` as float64, ``(P,)``; ProblemError for a wrong shape."""

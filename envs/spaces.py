@@ -30,7 +30,8 @@ from .torch_registry import torch_envs
 
 # "auto" picks EnvPool when it has the id, else Gymnasium, else the torch-native backend;
 # synthetic ids (rastrigin:D) have a backend of their own (envs/synthetic.py)
-BACKENDS = ("auto", "envpool", "gymnasium", "torch", "synthetic")
+BACKENDS = ("auto", "envpool", "gymnasium", "torch", "synthetic", "problem")
+PROBLEM_PREFIX = "problem:"  # problem:package.module:function, a user's objective
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,12 @@ def pick_backend(env_id: str, backend: str = "auto", env_module: str | None = No
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     import_env_module(env_module)
+    if str(env_id).startswith(PROBLEM_PREFIX) or backend == "problem":
+        if backend not in ("auto", "problem") or not str(env_id).startswith(PROBLEM_PREFIX):
+            raise ValueError(f"{env_id!r} and the {backend} backend do not go together: "
+                             f"a user's objective is {PROBLEM_PREFIX}package.module:function "
+                             "on the problem backend")
+        return "problem"
     if parse_synthetic(env_id) is not None or backend == "synthetic":
         if backend not in ("auto", "synthetic") or parse_synthetic(env_id) is None:
             raise ValueError(f"{env_id!r} and the {backend} backend do not go together: "
@@ -205,6 +212,10 @@ def env_spaces(
     if backend == "synthetic":  # no observations; the genome is the action
         dim = parse_synthetic(env_id)[1]
         return (0,), ActionSpec.from_space(_box(dim))
+    if backend == "problem":  # the same, its dimension from env_kwargs
+        from .problem import problem_kwargs
+
+        return (0,), ActionSpec.from_space(_box(problem_kwargs(env_id, env_kwargs)["dim"]))
     if backend == "torch":  # built as TorchEvaluator builds it
         env = torch_envs()[env_id](num_envs=1, device="cpu", max_episode_steps=None,
                                    **(env_kwargs or {}))

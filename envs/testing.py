@@ -10,6 +10,9 @@
 
 Both draw their start from ``np_random`` at reset only, so ``reset(seed=s)`` fixes the
 whole episode for a deterministic policy.
+
+And an example of a user's objective (``--problem envs.testing:shifted_sphere --dim D
+--minimize``): :func:`shifted_sphere`, batched over a population.
 """
 
 from __future__ import annotations
@@ -85,6 +88,12 @@ class NoisyBandit(gymnasium.Env):
         noise = self.z[0] * np.cos(50.0 * a) + self.z[1] * np.sin(50.0 * a)
         reward = -10.0 * (a - 0.5) ** 2 + self.noise_std * float(noise)
         return np.ones(1, dtype=np.float32), reward, True, False, {}
+
+
+def shifted_sphere(X: np.ndarray) -> np.ndarray:
+    """``sum((x - 1)^2)`` of each row of ``X`` (P, D): a cost whose minimum, 0, is at the
+    all-ones genome, away from where genomes start."""
+    return ((np.asarray(X) - 1.0) ** 2).sum(1)
 
 
 def _register() -> None:

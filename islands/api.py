@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .config import Config, default_out_dir, from_options, resolve
+from .config import Config, ConfigError, default_out_dir, from_options, resolve
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,6 +88,8 @@ class Result:
 def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any) -> Config:
     """A resolved config from a Config, a YAML path or a dict, with ``options`` on top;
     the run directory defaults to ``runs/<env>-<time>``. Raises ConfigError."""
+    if callable(options.get("problem")):
+        options["problem"] = _importable_name(options["problem"])
     if isinstance(config, Config):
         given = from_options(options)  # names checked, values coerced as on the command line
         cfg = dataclasses.replace(config, **{k: getattr(given, k) for k in options})
@@ -97,6 +99,19 @@ def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any)
     if cfg.out is None:  # decided before resolving: the checkpoint location follows it
         cfg = dataclasses.replace(cfg, out=default_out_dir(cfg.env))
     return resolve(cfg)
+
+
+def _importable_name(fn: Any) -> str:
+    """``module:qualname`` of a function the islands' processes can import by name (the
+    config and ``config.yaml`` hold names, and a run resumes from them); ConfigError for
+    one they cannot (a lambda, a function of a notebook cell or of ``__main__``)."""
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", "")
+    if not module or module == "__main__" or "<" in name:
+        raise ConfigError(f"problem={getattr(fn, '__name__', fn)!r}: pass a function defined "
+                          "in an importable module (package.module:function); lambdas and "
+                          "functions of __main__ or a notebook cannot reach the islands yet")
+    return f"{module}:{name}"
 
 
 def execute(cfg: Config, display: bool = True) -> dict[str, Any]:

@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import HANG_S
 
 from envs.problem import ProblemError, ProblemEvaluator, load_target
 from islands import strategies
+from islands.config import ConfigError
 
 X = np.array([[0.0, 0.0], [1.0, 2.0], [-1.0, 3.0]])
 
@@ -101,3 +103,40 @@ def test_cma_es_minimizes_a_users_rastrigin_to_its_global_basin():
     for g in range(150):
         es.tell(ev.evaluate(es.ask(), seed=g).fitness)
     assert es.best[1] > -1e-6  # f = 0 at the optimum; fitness is -f
+
+
+# ---- through the config and a run ---------------------------------------------------------
+def test_problem_options_resolve_to_an_env_and_bad_ones_are_one_line():
+    from islands.config import ConfigError, from_dict, resolve
+
+    cfg = resolve(from_dict({"problem": "envs.testing:shifted_sphere", "dim": 4,
+                             "minimize": True}))
+    assert cfg.env == "problem:envs.testing:shifted_sphere"
+    assert cfg.env_kwargs == {"dim": 4, "minimize": True}
+    assert resolve(cfg).env == cfg.env  # config.yaml fed back: the same
+    for options, message in [
+        ({"problem": "envs.testing:nope", "dim": 2}, "--problem: problem 'envs.testing:nope' "
+         "cannot be imported"),
+        ({"problem": "envs.testing:shifted_sphere"}, "--problem needs --dim"),
+        ({"dim": 3}, "--dim and --minimize go with --problem"),
+    ]:
+        with pytest.raises(ConfigError) as e:
+            resolve(from_dict(options))
+        assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_islands_minimize_a_users_function_given_from_python(ray_session, tmp_path):
+    import islands
+    from envs.testing import shifted_sphere
+
+    res = islands.run(problem=shifted_sphere, dim=4, minimize=True, islands=2,
+                      strategy="cmaes", popsize=12, target=-1e-4, generations=300,
+                      time_budget=HANG_S, test_episodes=1, quiet=True,
+                      out=str(tmp_path / "run"), namespace="t-problem")
+    assert res.solved and res.stop_reason == "target", res.summary
+    assert res.summary["env"] == "problem:envs.testing:shifted_sphere"
+    np.testing.assert_allclose(res.best, np.ones(4), atol=0.02)  # the minimum, found
+    assert res.best_fitness >= -1e-4
+    with pytest.raises(ConfigError, match="lambdas and functions of __main__"):
+        islands.run(problem=lambda X: X.sum(1), dim=2, out=str(tmp_path / "never"))
+    assert not (tmp_path / "never").exists()

@@ -28,6 +28,7 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
     ``check_env=False`` skips the checks that look the environment up or create it."""
     c = dataclasses.replace(cfg)
     _import_env_module(c.env_module)
+    _problem_env(c)
     if check_env:
         check_env_id(c.env, c.backend, c.env_module)
     _fill_env_defaults(c)
@@ -39,6 +40,26 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
                               f"has observations of shape {tuple(obs_shape)}; use mlp")
     _derive(c)
     return c
+
+
+def _problem_env(c: Config) -> None:
+    """``--problem T --dim D [--minimize]`` -> env ``problem:T`` with ``dim``/``minimize`` in
+    its env_kwargs (envs/problem.py); the target must import here (one line otherwise)."""
+    if c.problem is None:
+        if c.dim is not None or c.minimize:
+            raise ConfigError("--dim and --minimize go with --problem")
+        return
+    from envs.problem import PREFIX, ProblemError, load_target
+
+    if c.dim is None or int(c.dim) < 1:
+        raise ConfigError(f"--problem needs --dim, the genome's length (at least 1), "
+                          f"got {c.dim}")
+    try:
+        load_target(c.problem)
+    except ProblemError as e:
+        raise ConfigError(f"--problem: {e}") from None
+    c.env = PREFIX + str(c.problem)
+    c.env_kwargs = {**(c.env_kwargs or {}), "dim": int(c.dim), "minimize": bool(c.minimize)}
 
 
 def _fill_env_defaults(c: Config) -> None:

@@ -62,6 +62,13 @@ class Config:
         metavar="MODULE")
     env_kwargs: dict = _opt({}, "keyword arguments for the environment, as JSON", "json",
                             metavar="JSON")
+    problem: str | None = _opt(
+        None, "your own objective instead of an env: package.module:function of a (P, D) "
+        "population or of one (D,) genome, maximized (--minimize: minimized); sets --env "
+        "problem:TARGET; needs --dim", metavar="MODULE:FUNCTION")
+    dim: int | None = _opt(None, "the dimension of --problem's genomes", "optint",
+                           metavar="D")
+    minimize: bool = _opt(False, "--problem's function is a cost to minimize", "bool")
     backend: str = _opt(
         "auto", f"evaluator: {_names(b for b in BACKENDS if b != 'auto')}, or auto (EnvPool "
         "if it has the env)", choices=tuple(BACKENDS))
