@@ -88,8 +88,9 @@ class Result:
 def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any) -> Config:
     """A resolved config from a Config, a YAML path or a dict, with ``options`` on top;
     the run directory defaults to ``runs/<env>-<time>``. Raises ConfigError."""
-    if callable(options.get("problem")):
-        options["problem"] = _importable_name(options["problem"])
+    for key in ("problem", "env"):  # a function / an env class: by its importable name
+        if callable(options.get(key)):
+            options[key] = _importable_name(options[key], key)
     if isinstance(config, Config):
         given = from_options(options)  # names checked, values coerced as on the command line
         cfg = dataclasses.replace(config, **{k: getattr(given, k) for k in options})
@@ -101,16 +102,17 @@ def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any)
     return resolve(cfg)
 
 
-def _importable_name(fn: Any) -> str:
-    """``module:qualname`` of a function the islands' processes can import by name (the
-    config and ``config.yaml`` hold names, and a run resumes from them); ConfigError for
-    one they cannot (a lambda, a function of a notebook cell or of ``__main__``)."""
-    module = getattr(fn, "__module__", None)
-    name = getattr(fn, "__qualname__", "")
+def _importable_name(obj: Any, key: str) -> str:
+    """``module:qualname`` of a function or env class the islands' processes can import by
+    name (the config and ``config.yaml`` hold names, and a run resumes from them);
+    ConfigError for one they cannot (a lambda, anything defined in ``__main__`` or a
+    notebook cell)."""
+    module = getattr(obj, "__module__", None)
+    name = getattr(obj, "__qualname__", "")
     if not module or module == "__main__" or "<" in name:
-        raise ConfigError(f"problem={getattr(fn, '__name__', fn)!r}: pass a function defined "
-                          "in an importable module (package.module:function); lambdas and "
-                          "functions of __main__ or a notebook cannot reach the islands yet")
+        raise ConfigError(f"{key}={getattr(obj, '__name__', obj)!r}: pass one defined in an "
+                          "importable module (package.module:name); lambdas and functions "
+                          "or classes of __main__ or a notebook cannot reach the islands yet")
     return f"{module}:{name}"
 
 

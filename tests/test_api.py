@@ -49,6 +49,16 @@ def test_a_run_from_python_returns_its_genome_policy_and_metrics(ray_session, tm
     assert not np.array_equal(res2.best, res.best)
 
 
+def test_a_gymnasium_env_class_runs_from_python(ray_session, tmp_path):
+    from envs.testing import LineWorld
+
+    res = islands.run(env=LineWorld, islands=1, popsize=8, generations=2, target="none",
+                      test_episodes=2, quiet=True, out=str(tmp_path / "run"),
+                      namespace="t-api-env")
+    assert res.summary["env"] == "envs.testing:LineWorld"
+    assert res.summary["generations"] == {"0": 2} and res.best.ndim == 1
+
+
 @pytest.mark.parametrize("options, message", [
     ({"popsiz": 8}, "unknown config key 'popsiz'; did you mean 'popsize'?"),
     ({"popsize": 1}, "--popsize must be at least 2, got 1"),

@@ -137,6 +137,6 @@ def test_islands_minimize_a_users_function_given_from_python(ray_session, tmp_pa
     assert res.summary["env"] == "problem:envs.testing:shifted_sphere"
     np.testing.assert_allclose(res.best, np.ones(4), atol=0.02)  # the minimum, found
     assert res.best_fitness >= -1e-4
-    with pytest.raises(ConfigError, match="lambdas and functions of __main__"):
+    with pytest.raises(ConfigError, match="lambdas and functions or classes of __main__"):
         islands.run(problem=lambda X: X.sum(1), dim=2, out=str(tmp_path / "never"))
     assert not (tmp_path / "never").exists()
