@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .base import EvalResult, Evaluator, check_seed
-from .synthetic import Genome
+from .synthetic import Genome, genome_rows
 
 
 class ProblemError(ValueError):
@@ -103,7 +103,6 @@ class ProblemEvaluator(Evaluator):
         self.bounds = bounds
         self.policy = BoxGenome(int(dim), bounds)
         self.batched: bool | None = None  # decided on the first call
-        self.defer_waits, self.owed_s = False, 0.0
 
     @classmethod
     def from_env(cls, env_id: str, env_kwargs: dict[str, Any] | None) -> ProblemEvaluator:
@@ -141,11 +140,7 @@ class ProblemEvaluator(Evaluator):
     def evaluate(self, params, seed: int) -> EvalResult:
         t0 = time.perf_counter()
         check_seed(seed)
-        X = np.asarray(params, dtype=np.float64)
-        X = X[None, :] if X.ndim == 1 else X
-        if X.ndim != 2 or X.shape[1] != self.num_params:
-            raise ValueError(f"params must have shape (P, {self.num_params}) for problem "
-                             f"{self.name}, got {X.shape}")
+        X = genome_rows(params, self.num_params, self.env_id)
         if self.bounds is not None:
             X = np.clip(X, *self.bounds)
         value = self.sign * self.values(X)

@@ -75,6 +75,17 @@ class Genome:
         return {"kind": self.kind, "num_params": self.num_params}
 
 
+def genome_rows(params, dim: int, env_id: str) -> np.ndarray:
+    """``params`` as float64 rows ``(P, dim)`` (one genome becomes one row); ValueError
+    naming ``env_id`` for any other shape. Shared by the genome backends (synthetic,
+    problem)."""
+    X = np.asarray(params, dtype=np.float64)
+    X = X[None, :] if X.ndim == 1 else X
+    if X.ndim != 2 or X.shape[1] != dim:
+        raise ValueError(f"params must have shape (P, {dim}) for {env_id}, got {X.shape}")
+    return X
+
+
 class SyntheticEvaluator(Evaluator):
     """Evaluates genomes on ``rastrigin:D`` / ``sphere:D`` (see the module docstring); takes
     the evaluator keywords of :class:`envs.base.Evaluator`, of which only ``episodes`` and
@@ -106,11 +117,7 @@ class SyntheticEvaluator(Evaluator):
     def evaluate(self, params, seed: int) -> EvalResult:
         t0 = time.perf_counter()
         check_seed(seed)
-        X = np.asarray(params, dtype=np.float64)
-        X = X[None, :] if X.ndim == 1 else X
-        if X.ndim != 2 or X.shape[1] != self.num_params:
-            raise ValueError(f"params must have shape (P, {self.num_params}) for {self.env_id}, "
-                             f"got {X.shape}")
+        X = genome_rows(params, self.num_params, self.env_id)
         P, E = len(X), self.episodes
         value = -self.fn(X)
         R = np.repeat(value[:, None], E, axis=1)
