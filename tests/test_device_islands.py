@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import HANG_S, MET, last_row, stop_when
 
+from envs import BACKENDS
 from islands.config import ConfigError, from_dict, parse_args, resolve
 from islands.island.core import IslandCore
 from islands.planning import plan_islands
@@ -83,7 +84,7 @@ def test_a_cmaes_island_on_envpool_keeps_numpy_populations():
      "island_specs[0].options: 'device' is set per island, not as a strategy option (an "
      "island with a GPU, from --gpus-per-island or its num_gpus, runs openai-es-nt there)"),
     (["--island-specs", '[{"backend": "jax"}]'], "island_specs[0].backend must be one of "
-     "auto, envpool, gymnasium, torch, synthetic, got 'jax'"),
+     f"{', '.join(BACKENDS)}, got 'jax'"),
 ])
 def test_a_global_device_option_or_an_unknown_backend_is_refused(argv, message):
     with pytest.raises(ConfigError) as e:
