@@ -25,6 +25,8 @@ import numpy as np
 
 from policies.spec import ActionSpec
 
+from .byvalue import install as install_by_value
+from .byvalue import is_packed
 from .synthetic import parse_synthetic
 from .torch_registry import torch_envs
 
@@ -44,8 +46,15 @@ class EnvTarget:
 
 
 def import_env_module(env_module: str | None) -> None:
-    """Import the module that registers the caller's env ids (no-op for None)."""
-    if env_module:
+    """Import the module that registers the caller's env ids (no-op for None), or install
+    the functions and env classes a run got by value (``byvalue:...``, envs/byvalue.py)."""
+    if is_packed(env_module):
+        try:
+            install_by_value(env_module)
+        except ImportError as exc:
+            raise ValueError(f"cannot import the env_module of the run's packed functions: "
+                             f"{exc}") from exc
+    elif env_module:
         try:
             importlib.import_module(env_module)
         except ImportError as exc:

@@ -88,32 +88,51 @@ class Result:
 def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any) -> Config:
     """A resolved config from a Config, a YAML path or a dict, with ``options`` on top;
     the run directory defaults to ``runs/<env>-<time>``. Raises ConfigError."""
-    for key in ("problem", "env"):  # a function / an env class: by its importable name
-        if callable(options.get(key)):
-            options[key] = _importable_name(options[key], key)
+    packed = _by_name_or_value(options)
     if isinstance(config, Config):
         given = from_options(options)  # names checked, values coerced as on the command line
         cfg = dataclasses.replace(config, **{k: getattr(given, k) for k in options})
     else:
         base = {"config": config} if isinstance(config, str) else dict(config or {})
         cfg = from_options({**base, **options})
+    if packed:
+        cfg = _pack(cfg, packed)
     if cfg.out is None:  # decided before resolving: the checkpoint location follows it
         cfg = dataclasses.replace(cfg, out=default_out_dir(cfg.env))
     return resolve(cfg)
 
 
-def _importable_name(obj: Any, key: str) -> str:
-    """``module:qualname`` of a function or env class the islands' processes can import by
-    name (the config and ``config.yaml`` hold names, and a run resumes from them);
-    ConfigError for one they cannot (a lambda, anything defined in ``__main__`` or a
-    notebook cell)."""
-    module = getattr(obj, "__module__", None)
-    name = getattr(obj, "__qualname__", "")
-    if not module or module == "__main__" or "<" in name:
-        raise ConfigError(f"{key}={getattr(obj, '__name__', obj)!r}: pass one defined in an "
-                          "importable module (package.module:name); lambdas and functions "
-                          "or classes of __main__ or a notebook cannot reach the islands yet")
-    return f"{module}:{name}"
+def _by_name_or_value(options: dict[str, Any]) -> dict[str, Any]:
+    """``problem=f`` / ``env=SomeEnv`` (callables) -> the names the config holds:
+    ``module:qualname`` for one the islands' processes can import, else (a lambda, a
+    closure, anything of ``__main__``, a notebook cell or a module found only through
+    this process's ``sys.path`` edits) ``islands_user:NAME`` with the
+    object to pickle by value (returned: name -> object; envs/byvalue.py)."""
+    from envs import byvalue
+
+    packed: dict[str, Any] = {}
+    for key in ("problem", "env"):
+        obj = options.get(key)
+        if not callable(obj):
+            continue
+        if byvalue.importable_elsewhere(obj):
+            options[key] = f"{obj.__module__}:{obj.__qualname__}"
+        else:
+            name = byvalue.safe_name(obj)
+            packed[name] = obj
+            options[key] = f"{byvalue.MODULE}:{name}"
+    return packed
+
+
+def _pack(cfg: Config, packed: dict[str, Any]) -> Config:
+    """``cfg`` with ``packed`` (name -> object) pickled into its ``env_module``."""
+    from envs import byvalue
+
+    try:
+        return dataclasses.replace(cfg, env_module=byvalue.pack(packed, cfg.env_module))
+    except Exception as e:  # noqa: BLE001 - cloudpickle's errors name what failed
+        raise ConfigError(f"{', '.join(packed)}: cannot be pickled to reach the islands "
+                          f"({type(e).__name__}: {e})") from None
 
 
 def execute(cfg: Config, display: bool = True) -> dict[str, Any]:

@@ -49,14 +49,26 @@ def test_a_run_from_python_returns_its_genome_policy_and_metrics(ray_session, tm
     assert not np.array_equal(res2.best, res.best)
 
 
-def test_a_gymnasium_env_class_runs_from_python(ray_session, tmp_path):
+def test_gymnasium_env_classes_run_from_python_by_name_or_by_value(ray_session, tmp_path):
     from envs.testing import LineWorld
 
-    res = islands.run(env=LineWorld, islands=1, popsize=8, generations=2, target="none",
-                      test_episodes=2, quiet=True, out=str(tmp_path / "run"),
+    class ShortLineWorld(LineWorld):  # defined here: no importable name, sent by value
+        def step(self, action):
+            obs, reward, term, trunc, info = super().step(action)
+            return obs, reward, term, trunc or self.t >= 5, info
+
+    cls_options = dict(islands=1, popsize=8, generations=2, target="none", test_episodes=2,
+                       quiet=True)
+    res = islands.run(env=LineWorld, **cls_options, out=str(tmp_path / "run"),
                       namespace="t-api-env")
     assert res.summary["env"] == "envs.testing:LineWorld"
     assert res.summary["generations"] == {"0": 2} and res.best.ndim == 1
+    res = islands.run(env=ShortLineWorld, **cls_options, out=str(tmp_path / "local"),
+                      namespace="t-api-env-2")
+    name = "islands_user:test_gymnasium_env_classes_run_from_python_by_name_or_by_" \
+        "value__locals__ShortLineWorld"
+    assert res.summary["env"] == name and res.summary["generations"] == {"0": 2}
+    assert res.evaluate(episodes=2, seed=0)["mean_length"] <= 5  # its own step ran
 
 
 @pytest.mark.parametrize("options, message", [

@@ -3,11 +3,12 @@ functions, minimize, bounds, non-finite values, and one-line errors for bad targ
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
-from conftest import HANG_S
+from conftest import HANG_S, ROOT, subprocess_env
 
 from envs.problem import ProblemError, ProblemEvaluator, load_target
 from islands import strategies
@@ -125,18 +126,39 @@ def test_problem_options_resolve_to_an_env_and_bad_ones_are_one_line():
         assert message in str(e.value) and "\n" not in str(e.value)
 
 
-def test_islands_minimize_a_users_function_given_from_python(ray_session, tmp_path):
-    import islands
-    from envs.testing import shifted_sphere
+def test_islands_minimize_a_closure_given_from_python(ray_session, tmp_path):
+    """A function with no importable name (a closure here, a notebook cell's in use)
+    reaches the islands by value, and a fresh process re-tests the run from its files."""
+    import subprocess
+    import sys
+    import threading
 
-    res = islands.run(problem=shifted_sphere, dim=4, minimize=True, islands=2,
+    import islands
+
+    centre = np.array([1.0, -1.0, 0.5, 2.0])
+
+    def cost(X):  # batched: (P, 4) -> (P,)
+        return ((X - centre) ** 2).sum(axis=1)
+
+    res = islands.run(problem=cost, dim=4, minimize=True, islands=2,
                       strategy="cmaes", popsize=12, target=-1e-4, generations=300,
                       time_budget=HANG_S, test_episodes=1, quiet=True,
                       out=str(tmp_path / "run"), namespace="t-problem")
     assert res.solved and res.stop_reason == "target", res.summary
-    assert res.summary["env"] == "problem:envs.testing:shifted_sphere"
-    np.testing.assert_allclose(res.best, np.ones(4), atol=0.02)  # the minimum, found
+    assert res.summary["env"] == "problem:islands_user:test_islands_minimize_a_closure_" \
+        "given_from_python__locals__cost"
+    np.testing.assert_allclose(res.best, centre, atol=0.02)  # the minimum, found
     assert res.best_fitness >= -1e-4
-    with pytest.raises(ConfigError, match="lambdas and functions or classes of __main__"):
-        islands.run(problem=lambda X: X.sum(1), dim=2, out=str(tmp_path / "never"))
+    # `islands evaluate` in another process installs the function from solution.json
+    out = subprocess.run([sys.executable, "-m", "islands.evaluate", str(tmp_path / "run"),
+                          "--episodes", "1"], cwd=ROOT, env=subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    again = json.loads(out.stdout.strip().splitlines()[-1])
+    assert again["mean"] == pytest.approx(-cost(res.best[None])[0], abs=1e-12), again
+
+    lock = threading.Lock()
+    with pytest.raises(ConfigError, match="cannot be pickled to reach the islands"):
+        islands.run(problem=lambda X: X.sum(1) if lock else 0, dim=2,
+                    out=str(tmp_path / "never"))
     assert not (tmp_path / "never").exists()

@@ -119,7 +119,16 @@ def default_checkpoint_uri(out: str | None) -> str | None:
 
 
 def _import_env_module(name: str | None) -> None:
+    from envs import byvalue
+    from envs.spaces import import_env_module
+
     if not name:
+        return
+    if byvalue.is_packed(name):  # the functions / env classes islands.run got by value
+        try:
+            import_env_module(name)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         return
     try:
         importlib.import_module(name)

@@ -58,7 +58,8 @@ class Config:
         metavar="FILE.yaml")
     env: str = _opt("CartPole-v1", "environment id (Gymnasium or EnvPool name)", metavar="ID")
     env_module: str | None = _opt(
-        None, "module to import in every process first (registers custom Gymnasium envs)",
+        None, "module to import in every process first (registers custom Gymnasium envs); "
+        "islands.run keeps a notebook's functions and env classes here (byvalue:...)",
         metavar="MODULE")
     env_kwargs: dict = _opt({}, "keyword arguments for the environment, as JSON", "json",
                             metavar="JSON")
