@@ -106,6 +106,16 @@ def mujoco_task(env_id: str) -> str | None:
     return task if task in MUJOCO else None
 
 
+# A user's function (``--problem``, env ``problem:TARGET``): one call is the whole
+# evaluation (no episodes to average) and there are no observations to normalize.
+FUNCTION: dict[str, Any] = dict(GENERIC, episodes=1, obs_norm=False)
+
+
 def env_defaults(env_id: str) -> dict[str, Any]:
-    """The table row for ``env_id`` (the generic row for ids not in the table)."""
+    """The table row for ``env_id`` (:data:`FUNCTION` for a user's function, the generic
+    row for other ids not in the table)."""
+    from envs.problem import PREFIX
+
+    if str(env_id).startswith(PREFIX):
+        return dict(FUNCTION)
     return dict(ENV_DEFAULTS.get(env_id, GENERIC))

@@ -130,3 +130,25 @@ def test_a_tune_sweep_of_islands_options_reports_the_archipelagos_best(ray_sessi
 def test_a_trainable_with_an_unknown_option_is_refused_at_once():
     with pytest.raises(ConfigError, match="unknown config key 'popsiz'"):
         islands.trainable(env="CartPole-v1", popsiz=8)
+
+
+def test_the_from_python_notebook_runs_a_function_and_an_env_of_its_own(ray_session,
+                                                                         monkeypatch):
+    """notebooks/from_python.ipynb, run as a user would (its kernel connected to this
+    session's Ray instead of starting a second one): the function and the env class of its
+    cells reach the islands, its pictures draw, nothing errs."""
+    import nbclient
+    import nbformat
+
+    path = ROOT / "notebooks" / "from_python.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("ISLANDS_ADDRESS", ray_session.get_runtime_context().gcs_address)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "\n".join(str(o.get("text", "")) for o in outputs)
+    assert "problem:islands_user:rastrigin" in text and "stopped by generations" in text
+    assert "islands_user:Reach" in text and "final distance to the goal" in text
+    assert "global best" in text  # progress shows while a run goes
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2
