@@ -81,3 +81,21 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
                      "--limit", "1000")
     names = {a.get("name") for a in json.loads(listed.stdout)}
     assert {"coordinator", "tester", "island-00", "island-01"} <= names, names
+
+    # A user's objective in a module of their own reaches the cluster's workers through
+    # --working-dir (Ray's runtime_env): the head's workers have neither the module's
+    # directory on their path nor the driver's PYTHONPATH.
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "my_objective.py").write_text(
+        "def cost(X):\n    return ((X - 2.0) ** 2).sum(axis=1)\n")
+    env = ray_env(PYTHONPATH=f"{ROOT}:{code}")  # the driver imports it to check it
+    run = subprocess.run(
+        [sys.executable, "-m", "islands.launch", "--address", head["gcs"], "--working-dir",
+         str(code), "--problem", "my_objective:cost", "--dim", "3", "--minimize",
+         "--islands", "2", "--generations", "3", "--quiet", "--out", str(tmp_path / "p")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    summary = json.loads((tmp_path / "p" / "summary.json").read_text())
+    assert summary["env"] == "problem:my_objective:cost"
+    assert summary["generations"] == {"0": 3, "1": 3}

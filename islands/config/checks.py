@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import math
+import os
 
 from envs import BACKENDS
 from policies import POLICIES, check_options
@@ -35,6 +36,7 @@ def check(c: Config) -> None:
     check_elastic(c)
     check_device(c)
     check_loggers(c)
+    check_working_dir(c)
 
 
 def _at_least_zero(c: Config, name: str, zero_ok: bool) -> None:
@@ -198,3 +200,8 @@ def check_loggers(c: Config) -> None:
         missing = wandb_missing()
         if missing:
             raise ConfigError(f"--wandb: {missing}")
+
+
+def check_working_dir(c: Config) -> None:
+    if c.working_dir is not None and not os.path.isdir(c.working_dir):
+        raise ConfigError(f"--working-dir {c.working_dir!r} is not a directory")

@@ -237,6 +237,10 @@ class Config:
     address: str | None = _opt(
         None, "Ray cluster to join (auto: the running one); default: RAY_ADDRESS, else start "
         "a local Ray", metavar="ADDR")
+    working_dir: str | None = _opt(
+        None, "directory Ray ships to every node and puts on the islands' path (Ray's "
+        "runtime_env working_dir): the modules of --problem / --env-module on a cluster",
+        metavar="DIR")
     namespace: str = _opt("islands", "Ray namespace of the named actors (island-00, ..., "
                           "coordinator)", metavar="NS")
     dashboard: bool = _opt(True, "start the Ray dashboard (http://127.0.0.1:8265, this "

@@ -31,6 +31,8 @@ def connect(cfg: Config) -> bool:
     address = cfg.address or os.environ.get("RAY_ADDRESS")
     kw: dict[str, Any] = dict(namespace=cfg.namespace, log_to_driver=not cfg.quiet,
                               logging_level=logging.WARNING)
+    if cfg.working_dir:  # the user's modules, uploaded once and unpacked on every node
+        kw["runtime_env"] = {"working_dir": os.path.abspath(cfg.working_dir)}
     if address:
         try:
             ray.init(address=address, **kw)
