@@ -156,6 +156,14 @@ def test_islands_minimize_a_closure_given_from_python(ray_session, tmp_path):
     assert out.returncode == 0, out.stderr
     again = json.loads(out.stdout.strip().splitlines()[-1])
     assert again["mean"] == pytest.approx(-cost(res.best[None])[0], abs=1e-12), again
+    # and a resume's config (config.yaml) rebuilds the same evaluator
+    code = ("import numpy as np; from islands.api import prepare; "
+            f"c = prepare({str(tmp_path / 'run' / 'config.yaml')!r}, out={str(tmp_path)!r}); "
+            "print(c.eval_spec().build().evaluate(np.zeros((1, 4)), 0).fitness[0])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.strip().splitlines()[-1]) == pytest.approx(-(centre**2).sum())
 
     lock = threading.Lock()
     with pytest.raises(ConfigError, match="cannot be pickled to reach the islands"):
