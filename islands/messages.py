@@ -180,6 +180,9 @@ class CoordinatorReply:
     immigrants: list[Emigrants]
     obs_stats: dict[str, Any] | None  # merged statistics, when this island is due for them
     hof: HofSummary
+    # a stop asked from outside the driver (``islands.status --stop``): its reason; the
+    # driver ends the run as on a budget
+    stop: str | None = None
 
 
 @dataclass

@@ -3,7 +3,8 @@
 For a run started elsewhere (``ray job submit ... python -m islands.launch``): connects to
 the cluster (``--address``, else ``RAY_ADDRESS``, else the running local cluster), finds the
 named actor ``coordinator`` in the run's namespace and prints the latest report of each
-island, the hall of fame and the migration counters. ``--watch S`` reprints every S seconds.
+island, the hall of fame and the migration counters. ``--watch S`` reprints every S seconds;
+``--stop`` ends the run as a budget would (final checkpoints and test, summary written).
 Exit 2 with one line when there is no cluster or no run in it.
 """
 
@@ -72,12 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--watch", type=float, default=None, metavar="S",
                    help="reprint every S seconds until interrupted")
     p.add_argument("--json", action="store_true", help="print the raw status as JSON")
+    p.add_argument("--stop", action="store_true",
+                   help="end the run as a budget would (its islands finish their generation, "
+                   "final checkpoints, the last test; stop reason 'stopped'), then print "
+                   "the table")
     args = p.parse_args(argv)
     from .runtime.cluster import StatusError, fetch_status
 
     try:
         while True:
-            st = fetch_status(args.address, args.namespace)
+            st = fetch_status(args.address, args.namespace,
+                              stop="stopped" if args.stop else None)
+            args.stop = False  # asked once; --watch goes on showing the run end
             print(json.dumps(st, default=float) if args.json else format_status(st),
                   flush=True)
             if args.watch is None:

@@ -1,7 +1,8 @@
 """How runs reach a cluster, end to end: a real ``ray start --head`` (its own ports and temp
-dir), ``ray job submit --working-dir . -- python -m islands.launch --address auto``, and
-``python -m islands.status`` against it while the job runs. The head is stopped by ending
-the ``ray start --block`` process (never ``ray stop``: it kills every Ray on the machine)."""
+dir), ``ray job submit --working-dir . -- python -m islands.launch --address auto``,
+``python -m islands.status`` against it while the job runs and ``--stop`` to end it, and a
+user's module objective through ``--working-dir``. The head is stopped by ending the ``ray
+start --block`` process (never ``ray stop``: it kills every Ray on the machine)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
     args = ("job", "submit", "--address", head["dashboard"], "--working-dir", ".", "--no-wait",
             "--", "python", "-m", "islands.launch", "--address", "auto", "--islands", "2",
             "--env", "CartPole-v1", "--popsize", "12", "--episodes", "1",
-            "--max-episode-steps", "200", "--time-budget", "30", "--target", "none",
-            "--generations", "100000",  # the clock ends it: 30 s in which status can see it
+            "--max-episode-steps", "200", "--time-budget", "600", "--target", "none",
+            "--generations", "100000",  # `islands.status --stop` ends it; 600 s: a hang
             "--test-episodes", "10", "--out", str(out))
     submit = ray_cli(*args)
     deadline = time.monotonic() + 120
@@ -59,8 +60,13 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
         pytest.fail(f"islands.status never showed the running job: {st.stdout}{st.stderr}"
                     f"\njob log: {(job.stdout + job.stderr)[-3000:]}")
 
+    # ... and ends it as a budget would
+    stop = subprocess.run([sys.executable, "-m", "islands.status", "--address", head["gcs"],
+                           "--stop"], cwd=ROOT, env=ray_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert stop.returncode == 0 and "2 island(s) reporting" in stop.stdout, stop.stderr
     status = ""
-    deadline = time.monotonic() + 180  # 30 s of run, its test, the job's end
+    deadline = time.monotonic() + 180  # its last test, the job's end
     while time.monotonic() < deadline:
         st = ray_cli("job", "status", "--address", head["dashboard"], job_id)
         status = (st.stdout + st.stderr).lower()
@@ -71,7 +77,7 @@ def test_a_run_submitted_as_a_ray_job_succeeds_and_is_watchable(head, tmp_path):
     logs = got.stdout + got.stderr
     assert "succeeded" in status, (status, logs[-3000:])
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stop_reason"] == "time budget", summary
+    assert summary["stop_reason"] == "stopped", summary
     assert len(summary["generations"]) == 2 and min(summary["generations"].values()) > 0
     # The job's first line says where the cluster's dashboard is and how to reach it.
     first = next(ln for ln in logs.splitlines() if ln.startswith("Ray dashboard:"))

@@ -195,11 +195,18 @@ class CoordinatorActor:
             # inside report() would stall every reply for seconds.
             import policies.obsnorm  # noqa: F401
         self.core = CoordinatorCore(spec, checkpoint, reconstructed=was_reconstructed())
+        self.stop_request: str | None = None
 
     def report(self, i: int, result: EvolveResult) -> CoordinatorReply:
         reply = self.core.report(i, result)
         self.monitor.observe(i, result.report, reply.hof, len(self.core.live))
+        reply.stop = self.stop_request
         return reply
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the run to end (``islands.status --stop``): the next reply carries ``reason``
+        to the driver, which ends the run as on a budget (final checkpoints, last test)."""
+        self.stop_request = str(reason)
 
     def report_batch(self, ids: list[int | None], results: list
                      ) -> list[CoordinatorReply | None]:

@@ -107,9 +107,10 @@ def _gcs_reachable(address: str, timeout: float = 3.0) -> bool:
         return False
 
 
-def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> dict[str, Any]:
+def fetch_status(address: str | None, namespace: str, timeout: float = 30,
+                 stop: str | None = None) -> dict[str, Any]:
     """Connect (if not connected) and return ``coordinator.status()``; StatusError if there
-    is no cluster or no run."""
+    is no cluster or no run. With ``stop``, first ask the run to end with that reason."""
     if not ray.is_initialized():
         if address and not _gcs_reachable(address):
             raise StatusError(f"no Ray cluster at {address!r}: nothing listens there")
@@ -127,6 +128,8 @@ def fetch_status(address: str | None, namespace: str, timeout: float = 30) -> di
         raise StatusError(f"no running archipelago: no actor {COORDINATOR_NAME!r} in Ray "
                           f"namespace {namespace!r} (wrong --namespace?)") from None
     try:
+        if stop:
+            ray.get(coord.request_stop.remote(stop), timeout=timeout)
         return ray.get(coord.status.remote(), timeout=timeout)
     except ray.exceptions.RayError as e:
         line = str(e).strip().splitlines()

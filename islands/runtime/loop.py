@@ -263,6 +263,8 @@ class RunLoop:
             self.calls.deliver(i, reply)
             if reply.hof.fitness >= self.hof["fitness"]:  # monotone: a resent one is older
                 self.hof.update(vars(reply.hof))
+            if reply.stop and self.arch.stop_request is None:  # islands.status --stop
+                self.arch.request_stop(reply.stop)
         self._resubmit(ref)
 
     def _resubmit(self, reply) -> None:
