@@ -1,7 +1,9 @@
 """Helper of test_metrics.py, run in its own process: Ray must start with a short metrics
 report interval (set before Ray starts) and a known metrics export port. Runs a small
-archipelago for a few seconds, scrapes ``/metrics`` while it runs, and prints one JSON line:
-the islands' samples, the coordinator's status table, and the monitoring files Ray wrote."""
+archipelago, scrapes ``/metrics`` while it runs and stops it once a scrape holds every
+metric of both islands (migrants taken in included), the status CLI's path has answered and
+Prometheus holds both islands' series (no clock decides), then prints one JSON line: the
+islands' samples, the coordinator's status table, and the monitoring files Ray wrote."""
 
 from __future__ import annotations
 
@@ -26,6 +28,24 @@ def parse(text: str) -> list[dict]:
             out.append({"name": m.group(1), "labels": dict(LABEL.findall(m.group(2))),
                         "value": float(m.group(3))})
     return out
+
+
+PER_ISLAND = ("ray_islands_best_fitness", "ray_islands_generation",
+              "ray_islands_evals_per_second", "ray_islands_env_steps_total",
+              "ray_islands_immigrants_total", "ray_islands_generation_seconds_count")
+
+
+def complete(samples: list[dict]) -> bool:
+    """Whether a scrape shows what test_metrics checks: each per-island metric for both
+    islands, migrants taken in by both, and the coordinator's global best and live count."""
+    tags: dict[str, set] = {}
+    for s in samples:
+        tags.setdefault(s["name"], set()).add(s["labels"].get("island"))
+    both = {"island-00", "island-01"}
+    immigrants = [s["value"] for s in samples if s["name"] == "ray_islands_immigrants_total"]
+    return (all(tags.get(n, set()) >= both for n in PER_ISLAND)
+            and {"ray_islands_global_best", "ray_islands_live"} <= set(tags)
+            and len(immigrants) == 2 and min(immigrants) > 0)
 
 
 def free_port() -> int:
@@ -70,6 +90,14 @@ class Prometheus:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/{path}",
                                     timeout=5) as r:
             return json.loads(r.read())
+
+    def has_islands(self, n: int) -> bool:
+        """One query: whether every one of ``n`` islands has a best-fitness series yet."""
+        try:
+            res = self.api("query?query=ray_islands_best_fitness")["data"]["result"]
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+        return len({r["metric"].get("island", "") for r in res}) >= n
 
     def query_islands(self, n: int, timeout: float = 40.0) -> dict:
         """PromQL ``ray_islands_best_fitness`` until every island has a series, and the
@@ -121,7 +149,7 @@ def main() -> int:
         cfg = resolve(from_dict({
             "islands": 2, "env": "CartPole-v1", "backend": "gymnasium", "strategy": "cmaes,ga",
             "popsize": 8, "episodes": 1, "max_episode_steps": 50, "generations": 100000,
-            "time_budget": 12, "migration_interval": 2, "target": "none",
+            "time_budget": 180, "migration_interval": 2, "target": "none",  # a hang guard
             "cpus_per_island": 0.5, "namespace": "metrics", "seed": 2}))
         arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
         arch.start()
@@ -129,6 +157,8 @@ def main() -> int:
         scraped: list[str] = []
         status: list[dict] = []
         stop = threading.Event()
+        session = ray._private.worker.global_worker.node.get_session_dir_path()
+        prom = Prometheus.start(session)  # None where the prometheus binary is missing
 
         def scrape() -> None:
             while not stop.wait(1.0):
@@ -140,15 +170,16 @@ def main() -> int:
                         scraped.append(text)
                     if not status:  # the CLI's path, against the live coordinator
                         status.append(fetch_status(None, "metrics"))
+                    if (scraped and status and complete(parse(scraped[-1]))
+                            and (prom is None or prom.has_islands(2))):
+                        arch.request_stop("scraped")  # the outcome is in: end the run
                 except Exception as e:  # noqa: BLE001 - reported, the test decides
                     print(f"scrape: {e}", file=sys.stderr)
 
         th = threading.Thread(target=scrape, daemon=True)
         th.start()
-        session = ray._private.worker.global_worker.node.get_session_dir_path()
-        prom = Prometheus.start(session)  # None where the prometheus binary is missing
         try:
-            arch.run()
+            stop_reason = arch.run().stop_reason
             stop.set()
             th.join()
             queried = prom.query_islands(n=2) if prom else {"missing": True}
@@ -159,7 +190,7 @@ def main() -> int:
         for root, _, names in os.walk(os.path.join(session, "metrics")):
             files += [os.path.relpath(os.path.join(root, n), session) for n in names]
         print(json.dumps({
-            "port": port, "scrapes": len(scraped),
+            "port": port, "scrapes": len(scraped), "stop_reason": stop_reason,
             "samples": parse(scraped[-1]) if scraped else [],
             "status": status[0] if status else None,
             "table": format_status(status[0]) if status else None,

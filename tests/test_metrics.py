@@ -30,6 +30,7 @@ def scraped():
 
 def test_island_metrics_are_exported_with_tags(scraped):
     assert scraped["scrapes"] > 0, "no ray_islands_ metric in any scrape"
+    assert scraped["stop_reason"] == "scraped"  # ended on the outcome, not a clock
     samples = scraped["samples"]
     by_name: dict[str, list[dict]] = {}
     for s in samples:
