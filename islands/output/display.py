@@ -1,11 +1,14 @@
-"""Progress output: a live rich table on a terminal, plain log lines otherwise.
+"""Progress output: a live rich table on a terminal, a table updated in place in a Jupyter
+notebook, plain log lines otherwise.
 
 One row per island (strategy, generation, best so far, mean fitness of the last generation,
 evaluations per second, immigrants received, restarts against stagnation, episodes per
 evaluation, which grow under ``--episodes-cap``) and a title with the global best, elapsed
 time and the latest test. When stdout is not a terminal (CI,
 ``ray job`` logs, pipes), the same numbers are printed as one line per island every
-``log_interval`` seconds; ``--quiet`` prints nothing but the final summary line.
+``log_interval`` seconds; ``--quiet`` prints nothing but the final summary line. In a
+notebook (an IPython kernel's stdout) the same lines are one output that is redrawn every
+second (IPython's ``display_id``), as tqdm's notebook bar is: no cursor codes, no scroll.
 """
 
 from __future__ import annotations
@@ -25,17 +28,32 @@ def _fmt(x: float) -> str:
     return f"{x:.1f}" if abs(x) < 1e5 else f"{x:.3g}"
 
 
+NOTEBOOK_REDRAW_S = 1.0  # a notebook's table redraws at most this often
+
+
+def _in_notebook(stream) -> bool:
+    """Whether ``stream`` is the stdout of a Jupyter kernel (an IPython ZMQ shell)."""
+    if stream is not sys.stdout or "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 class Display:
     def __init__(self, plan: list[IslandSpec], env: str, quiet: bool = False,
                  log_interval: float = 5.0, stream=None) -> None:
         self.stream = stream or sys.stdout
-        self.mode = "off" if quiet else ("live" if self.stream.isatty() else "log")
+        self.mode = "off" if quiet else ("live" if self.stream.isatty() else
+                                          "notebook" if _in_notebook(self.stream) else "log")
         self.env = env
         self.log_interval = float(log_interval)
         self.rows: dict[int, dict[str, Any]] = {s.index: self._blank(s.strategy, s.episodes)
                                                 for s in plan}
         self.status = RunStatus()
         self._live = None
+        self._handle = None  # the notebook's output, redrawn in place
         self._last_log = time.monotonic()
         self._n_tests = 0
         self._n_events = 0  # an elastic run's events shown so far
@@ -54,12 +72,19 @@ class Display:
             self._live = Live(get_renderable=self._table, console=Console(file=self.stream),
                               refresh_per_second=4, transient=False)
             self._live.start()
+        elif self.mode == "notebook":
+            from IPython.display import Pretty, display
+
+            self._handle = display(Pretty(self._notebook_text()), display_id=True)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.mode == "log":  # the final state, however short the run was
             for line in self.lines():
                 self.message(line)
+        if self._handle is not None:
+            self._redraw()
+            self._handle = None
         if self._live is not None:
             self._live.refresh()
             self._live.stop()
@@ -77,6 +102,8 @@ class Display:
                                       ["episodes_per_eval"]))
         self.status = status
         self._elastic_events(status.elastic)
+        if self.mode == "notebook" and time.monotonic() - self._last_log >= NOTEBOOK_REDRAW_S:
+            self._redraw()
         if self.mode != "log":
             return
         tests = status.tests
@@ -102,6 +129,19 @@ class Display:
                     if i in self.rows:
                         self.rows[i]["strategy"] += " (retired)"
         self._n_events = len(events)
+
+    def _redraw(self) -> None:
+        from IPython.display import Pretty
+
+        self._last_log = time.monotonic()
+        self._handle.update(Pretty(self._notebook_text()))
+
+    def _notebook_text(self) -> str:
+        """The log lines, and the latest test (which the terminal table's title shows)."""
+        tests = self.status.tests
+        last = [f"last test: island {tests[-1]['island']} gen {tests[-1]['generation']}, mean "
+                f"{_fmt(tests[-1]['mean'])} over {tests[-1]['episodes']} episodes"] if tests else []
+        return "\n".join(self.lines() + last)
 
     def _global_best(self) -> float:
         return max((r["best_so_far"] for r in self.rows.values()), default=-math.inf)
