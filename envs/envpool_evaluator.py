@@ -90,9 +90,9 @@ class EnvPoolEvaluator(PopulationEvaluator):
             raise ValueError(f"env_kwargs may not set {bad}: the evaluator sets them")
         if int(max_envs) < 1:
             raise ValueError(f"max_envs must be >= 1, got {max_envs}")
-        import envpool
+        from .spaces import import_envpool
 
-        self._envpool = envpool
+        self._envpool = import_envpool()
         self.max_envs = int(max_envs)
         self.reseed_each_call = bool(reseed_each_call)
         self.overlap = bool(overlap)
@@ -103,7 +103,7 @@ class EnvPoolEvaluator(PopulationEvaluator):
         self._make_kwargs = dict(self.env_kwargs)
         if self.max_episode_steps is not None:
             self._make_kwargs["max_episode_steps"] = self.max_episode_steps
-        spec = envpool.make_spec(env_id, **self._make_kwargs)
+        spec = self._envpool.make_spec(env_id, **self._make_kwargs)
         obs_space, act_space = envpool_spaces(spec)
         obs_shape, action = spaces_to_policy_io(obs_space, act_space, env_id)
         self._obs_dtype = np.dtype(obs_space.dtype)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -61,9 +62,27 @@ def import_env_module(env_module: str | None) -> None:
             raise ValueError(f"cannot import env_module {env_module!r}: {exc}") from exc
 
 
-def envpool_ids() -> list[str]:
+def import_envpool():
+    """``import envpool`` without its side effect on matplotlib: EnvPool 1.2's jumanji
+    renderer, imported with it, does ``os.environ.setdefault("MPLBACKEND", "Agg")`` and
+    imports pyplot, which left a script's ``plt.show()`` blank (and a kernel started from
+    such a process without its inline backend). An empty MPLBACKEND makes that setdefault a
+    no-op and matplotlib ignores it (``if os.environ.get('MPLBACKEND')``); it is removed
+    again after."""
+    unset = "MPLBACKEND" not in os.environ
+    if unset:
+        os.environ["MPLBACKEND"] = ""
     try:
         import envpool
+    finally:
+        if unset and os.environ.get("MPLBACKEND") == "":
+            del os.environ["MPLBACKEND"]
+    return envpool
+
+
+def envpool_ids() -> list[str]:
+    try:
+        envpool = import_envpool()
     except ImportError:  # EnvPool is a dependency, but keep Gymnasium-only setups working
         return []
     return list(envpool.list_all_envs())
@@ -230,8 +249,7 @@ def env_spaces(
                                    **(env_kwargs or {}))
         return tuple(int(s) for s in env.obs_shape), env.action
     if backend == "envpool":
-        import envpool
-
+        envpool = import_envpool()
         spec = envpool.make_spec(env_id, **(env_kwargs or {}))
         return spaces_to_policy_io(*envpool_spaces(spec), env_id)
     env = make_gymnasium_env(resolve_gymnasium(env_id), None, env_kwargs)

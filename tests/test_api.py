@@ -142,6 +142,9 @@ def test_the_from_python_notebook_runs_a_function_and_an_env_of_its_own(ray_sess
 
     path = ROOT / "notebooks" / "from_python.ipynb"
     nb = nbformat.read(path, as_version=4)
+    # a bare `import envpool` (tests do it; islands goes through envs.spaces.import_envpool)
+    # sets MPLBACKEND=Agg here, which the kernel would inherit instead of its inline backend
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     monkeypatch.setenv("ISLANDS_ADDRESS", ray_session.get_runtime_context().gcs_address)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}}).execute()

@@ -72,17 +72,13 @@ class Display:
             self._live = Live(get_renderable=self._table, console=Console(file=self.stream),
                               refresh_per_second=4, transient=False)
             self._live.start()
-        elif self.mode == "notebook":
-            from IPython.display import Pretty, display
-
-            self._handle = display(Pretty(self._notebook_text()), display_id=True)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.mode == "log":  # the final state, however short the run was
             for line in self.lines():
                 self.message(line)
-        if self._handle is not None:
+        if self.mode == "notebook":
             self._redraw()
             self._handle = None
         if self._live is not None:
@@ -131,10 +127,15 @@ class Display:
         self._n_events = len(events)
 
     def _redraw(self) -> None:
-        from IPython.display import Pretty
+        """Draw the notebook's table: the first time below what the run printed so far (its
+        plan line), then in place."""
+        from IPython.display import Pretty, display
 
         self._last_log = time.monotonic()
-        self._handle.update(Pretty(self._notebook_text()))
+        if self._handle is None:
+            self._handle = display(Pretty(self._notebook_text()), display_id=True)
+        else:
+            self._handle.update(Pretty(self._notebook_text()))
 
     def _notebook_text(self) -> str:
         """The log lines, and the latest test (which the terminal table's title shows)."""
