@@ -8,9 +8,11 @@ already initialized in this process (then it uses that one as it is), the island
 checkpoints, the run directory. It returns a :class:`Result`. Bad input raises
 :class:`~islands.config.ConfigError` with a one-line message before anything starts.
 
-In a notebook the progress is printed as plain lines (no live table); ``quiet=True``
-prints nothing. Runs can follow each other in one process. The launcher is a thin layer
-over :func:`prepare` and :func:`execute`.
+``problem=`` (a function of a population or of one genome) and ``env=`` (a Gymnasium env
+class) take Python objects: by name when the islands' processes can import them, else by
+value (a notebook's, ``__main__``'s, a lambda: envs/byvalue.py). In a notebook the progress
+is one table redrawn in place; ``quiet=True`` prints nothing. Runs can follow each other in
+one process. The launcher is a thin layer over :func:`prepare` and :func:`execute`.
 """
 
 from __future__ import annotations
