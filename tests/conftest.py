@@ -9,7 +9,8 @@ namespace, so named actors (``island-00``, ``coordinator``) of different tests n
 ``RAY_ADDRESS`` is removed from its environment so it cannot attach to ours) and yields the
 run directory; test_launch.py and test_notebook.py read it. Tests that start a Ray of their
 own are marked ``own_ray`` and run first, before the session's Ray exists: never two Rays
-at once.
+at once. Under pytest-xdist (the default addopts) all of them run on one worker, the tests
+that need no Ray on the other (``pytest_collection_modifyitems``).
 """
 
 from __future__ import annotations
@@ -25,23 +26,57 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+RAY_GROUP = "ray"  # the xdist group of every test that starts or joins a Ray
+
+
+def uses_ray(item) -> bool:
+    """Whether ``item`` starts a Ray (``own_ray``) or joins the session's (``ray_session``,
+    directly or through a fixture that needs it)."""
+    return (item.get_closest_marker("own_ray") is not None
+            or "ray_session" in getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook of this name)
 def pytest_collection_modifyitems(config, items):
     """Tests that start a Ray of their own (``own_ray``: an embedded launcher run, a
     multi-node ``Cluster``, a ``ray start`` head) run first, one after another, before the
     session's Ray starts: two Rays starting at once on a loaded 2-core machine is how a GCS
-    misses its start-up deadline."""
+    misses its start-up deadline.
+
+    Under pytest-xdist (``-n 2 --dist loadgroup``, the default addopts) every test that
+    uses a Ray is in one group, so one worker runs them all, in this order, with its one
+    session Ray, while the other worker runs the tests that need no Ray (strategies,
+    policies, envs, reports): still one Ray at a time on the machine."""
     items.sort(key=lambda item: item.get_closest_marker("own_ray") is None)
+    for item in items:
+        if uses_ray(item):
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
 
 
 _SESSION_RAY: list[bool] = []  # set once the session's Ray is up
 
 
 @pytest.fixture(autouse=True)
-def _one_ray_at_a_time(request):
+def _one_ray_at_a_time(request, tmp_path_factory):
     if request.node.get_closest_marker("own_ray") is not None:
         assert not _SESSION_RAY, "an own_ray test ran after the session's Ray started"
         assert "ray_session" not in request.fixturenames, "own_ray tests use no session Ray"
+    if uses_ray(request.node):
+        _claim_the_ray_worker(tmp_path_factory.getbasetemp())
     yield
+
+
+def _claim_the_ray_worker(basetemp: Path) -> None:
+    """Under xdist, fail loudly if Ray tests run on two workers (two Rays at once): a worker
+    that runs one leaves a file in the workers' shared temp directory; none may find another's.
+    (This is how pytest 9.2's ids, which xdist 3.8's groups cannot mark, would show.)"""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # -n 0: one process, one Ray at a time already
+        return
+    (basetemp.parent / f"ray-worker-{worker}").touch()
+    others = sorted(p.name for p in basetemp.parent.glob("ray-worker-*")
+                    if p.name != f"ray-worker-{worker}")
+    assert not others, f"Ray tests on {worker} and {others}: the xdist group failed (conftest)"
 
 
 @pytest.fixture(scope="session")
