@@ -9,8 +9,23 @@ from __future__ import annotations
 
 from policies.registry import LazyRegistry
 
+# Gymnasium's MuJoCo v4 locomotion on MuJoCo Warp (the optional extra "warp")
+MJWARP_ENVS = {"Hopper-v4": "envs.mjwarp:WarpHopper",
+               "HalfCheetah-v4": "envs.mjwarp:WarpHalfCheetah",
+               "Walker2d-v4": "envs.mjwarp:WarpWalker2d",
+               "Ant-v4": "envs.mjwarp:WarpAnt",
+               "Humanoid-v4": "envs.mjwarp:WarpHumanoid"}
 TORCH_ENVS: LazyRegistry = LazyRegistry({"CartPole-v1": "envs.torch_cartpole:TorchCartPole",
-                                         "Snake-v0": "envs.torch_snake:TorchSnake"})
+                                         "Snake-v0": "envs.torch_snake:TorchSnake",
+                                         **MJWARP_ENVS})
+
+
+def installed(env_id: str) -> bool:
+    """Whether the torch backend can run ``env_id`` here: MuJoCo Warp's envs need the
+    ``warp`` extra (checked without importing it)."""
+    import importlib.util
+
+    return env_id not in MJWARP_ENVS or importlib.util.find_spec("mujoco_warp") is not None
 
 
 def register_torch_env(env_id: str, cls: type) -> None:

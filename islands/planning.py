@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.torch_registry import TORCH_ENVS
+from envs.torch_registry import TORCH_ENVS, installed
 
 from .candidates import CANDIDATE_SETS
 from .config import Config, strategies_of
@@ -181,7 +181,8 @@ def _backend(cfg: Config, strategy: str, s: dict[str, Any]) -> str | None:
         return str(s["backend"])
     gpu = float(s.get("num_gpus", cfg.gpus_per_island)) > 0
     on_device = "device" in getattr(STRATEGIES[strategy], "OPTIONS", {})
-    if gpu and on_device and cfg.backend == "auto" and cfg.env in TORCH_ENVS:
+    if gpu and on_device and cfg.backend == "auto" and cfg.env in TORCH_ENVS \
+            and installed(cfg.env):
         return "torch"
     return None
 

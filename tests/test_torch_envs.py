@@ -3,6 +3,8 @@ Gymnasium's CartPole-v1 for the physics and the returns, scripted Snake games fo
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -299,7 +301,7 @@ def test_evaluator_non_finite_params_do_not_play():
 
 
 def test_evaluator_rejects_bad_input():
-    with pytest.raises(ValueError, match="CartPole-v1, Snake-v0"):
+    with pytest.raises(ValueError, match=re.escape(", ".join(sorted(TORCH_ENVS)))):
         TorchEvaluator("Pong-v5")
     ev = TorchEvaluator("CartPole-v1")
     with pytest.raises(ValueError, match=f"params must have shape \\(P, {ev.num_params}\\)"):
