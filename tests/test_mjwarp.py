@@ -108,3 +108,28 @@ def test_a_population_plays_hopper_on_the_torch_backend():
     again = ev.evaluate(params, seed=1)  # the same starts and physics: the same returns
     assert again.fitness.tolist() == res.fitness.tolist()
     assert ev.evaluate(params, seed=2).fitness.tolist() != res.fitness.tolist()
+
+
+RETURN_EPISODES, RETURN_STEPS = 20, 100  # per side; episodes cut at 100 steps on both
+
+
+def mean_returns(env_id: str, backend: str) -> np.ndarray:
+    """20 episode returns of one fixed linear policy (seeded weights, no normalization)."""
+    from envs import make_evaluator
+
+    ev = make_evaluator(env_id, backend=backend, policy="mlp", policy_options={"hidden": []},
+                        episodes=RETURN_EPISODES, max_episode_steps=RETURN_STEPS,
+                        num_threads=2)
+    params = np.random.default_rng(7).normal(0.0, 0.1, (1, ev.num_params))
+    return ev.evaluate(params, seed=11).returns[0]
+
+
+@pytest.mark.parametrize("env_id", sorted(mjwarp.TASKS))
+def test_a_linear_policys_returns_match_envpools(env_id):
+    from scipy import stats
+
+    warp, envpool = mean_returns(env_id, "torch"), mean_returns(env_id, "envpool")
+    # the same policy, other episode starts: Welch's test on the two sets of 20 returns
+    p = stats.ttest_ind(warp, envpool, equal_var=False).pvalue
+    assert p > 0.01 or np.allclose(warp.mean(), envpool.mean(), rtol=1e-3), \
+        (env_id, warp.mean(), envpool.mean(), p)
