@@ -133,3 +133,39 @@ def test_a_linear_policys_returns_match_envpools(env_id):
     p = stats.ttest_ind(warp, envpool, equal_var=False).pvalue
     assert p > 0.01 or np.allclose(warp.mean(), envpool.mean(), rtol=1e-3), \
         (env_id, warp.mean(), envpool.mean(), p)
+
+
+def test_a_warp_island_and_an_envpool_island_trade_migrants_and_statistics_and_improve(
+        ray_session):
+    # Both on the CPU here; on a GPU machine the Warp island is the GPU one (num_gpus).
+    from conftest import HANG_S, MET, last_row, stop_when
+
+    from islands.config import from_dict, resolve
+    from islands.planning import plan_islands
+    from islands.runtime.archipelago import Archipelago
+
+    cfg = resolve(from_dict({
+        "env": "Hopper-v4", "islands": 2, "strategy": "ars", "popsize": 8, "episodes": 1,
+        "max_episode_steps": 30, "target": None, "test_episodes": 2, "topology": "full",
+        "migrants": 1, "migration_interval": 1, "obs_sync_interval": 1, "obs_norm": True,
+        "generations": 100_000, "time_budget": HANG_S, "namespace": "t-mjwarp", "seed": 0,
+        "island_specs": [{"backend": "torch"}, {"backend": "envpool"}]}))
+
+    def traded(rows):  # both islands: past the start, immigrants, merged statistics
+        lasts = [last_row(rows, i) for i in (0, 1)]
+        # both evaluators count one observation per live step (tests/test_evaluators.py),
+        # so a count above an island's own steps holds the other island's observations
+        return all(r is not None and r["generation"] >= 3 and r["immigrants"] > 0
+                   and r["obs_count"] > r["env_steps"] for r in lasts)
+
+    arch = Archipelago(cfg, plan_islands(cfg, [2.0]))
+    try:
+        arch.start()
+        infos = arch.wait_ready()
+        res = arch.run(stop_when(arch, traded))
+    finally:
+        arch.shutdown()
+    assert res.stop_reason == MET, [last_row(res.rows, i) for i in (0, 1)]
+    assert [(i.backend, i.device) for i in infos] == [("torch", "cpu"), ("envpool", "cpu")]
+    warp = [r for r in res.rows if r["island"] == 0]
+    assert warp[-1]["best_so_far"] > warp[0]["fitness_max"], warp  # it improved
