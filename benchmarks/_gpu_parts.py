@@ -32,9 +32,11 @@ from islands.strategies.noise_table import resolve_access
 
 if __package__:  # python -m benchmarks.gpu_suite
     from . import gpu_throughput as gt
+    from . import mjwarp_speed as mjs
     from . import noise_table_update as nut
 else:  # python benchmarks/gpu_suite.py
     import gpu_throughput as gt
+    import mjwarp_speed as mjs
     import noise_table_update as nut
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +71,10 @@ class Sizes:
     # a smoke run (QUICK) to a generation count, so whether it solves does not depend on
     # how fast the machine is (its budget is then only a cap for a stuck run)
     island_generations: int = 1_000_000
+    # MuJoCo Warp: tasks, world counts, timed seconds per row (the part "mujoco")
+    mujoco_envs: tuple[str, ...] = ("Hopper-v4", "Ant-v4", "Humanoid-v4")
+    mujoco_worlds: tuple[int, ...] = (1024, 8192, 65536)
+    mujoco_seconds: float = 3.0
 
 
 FULL_CUDA = Sizes(  # about 7 minutes on one H100 with 16 cores (estimate: the module doc)
@@ -80,13 +86,14 @@ FULL_CUDA = Sizes(  # about 7 minutes on one H100 with 16 cores (estimate: the m
     scaling_counts=(1, 2, 4, 8, 16), scaling_seconds=6.0)
 FULL_CPU = dataclasses.replace(  # --device cpu without --quick: CPU-sized rows
     FULL_CUDA, cartpole=(1024, 16384), cartpole_compile=(16384,), snake=(1024, 4096),
-    dims=(100_000, 1_000_000), island_popsize=256)
+    dims=(100_000, 1_000_000), island_popsize=256, mujoco_worlds=(64, 256))
 QUICK = dataclasses.replace(  # a smoke run: every part at tiny sizes
     FULL_CUDA, cartpole=(256, 1024), cartpole_compile=(1024,), snake=(256, 1024),
     repeats=1, random_steps=20, pong_envs=64, pong_steps=50, dims=(10_000, 100_000),
     nt_repeats=2, table_size=2**18, island_popsize=64, island_budget_s=300.0,
     island_table_size=2**20, island_test_episodes=20, scaling_counts=(1, 2),
-    scaling_seconds=4.0, island_generations=150)  # seed 0 solves at about 50
+    scaling_seconds=4.0, island_generations=150,  # seed 0 solves at about 50
+    mujoco_envs=("Hopper-v4",), mujoco_worlds=(16,), mujoco_seconds=1.0)
 
 
 class Skip(Exception):
@@ -336,6 +343,32 @@ def scaling_child(counts: list[int], seconds: float, cpus: int) -> None:
     print(json.dumps(rows), flush=True)
 
 
+# ---- mujoco ---------------------------------------------------------------------------------
+def part_mujoco(s: Suite, fig: dict) -> None:
+    """MuJoCo Warp env steps/s (``envs/mjwarp.py``, a random linear policy, on the suite's
+    device) per task and world count, against EnvPool on all of the machine's cores: one
+    baseline per task at 8 envs per core, where its rate levels off
+    (``mjwarp_speed.py``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("mujoco_warp") is None:
+        raise Skip('MuJoCo Warp is not installed (pip install -e ".[warp]"; the GPU machine: '
+                   "make-kit with EXTRA, docs/results/mjwarp.md)")
+    cores, secs = os.cpu_count() or 1, s.sizes.mujoco_seconds
+    rows: list[dict] = []
+    fig.update(rows=rows, seconds=secs, cpus=cores, envpool_envs=8 * cores)
+    for env_id in s.sizes.mujoco_envs:
+        base = mjs.envpool_rate(env_id, 8 * cores, secs)["steps_per_s"]
+        for n in s.sizes.mujoco_worlds:
+            w = mjs.warp_rate(env_id, n, secs, str(s.device))
+            rows.append({"env": env_id, "N": n, "steps_per_s": w["steps_per_s"],
+                         "first_step_s": w["first_step_s"], "envpool_steps_per_s": base,
+                         "x_envpool": w["steps_per_s"] / base})
+            s.say(f"  mujoco {env_id} x {n}: {w['steps_per_s']:,.0f} steps/s, "
+                  f"{rows[-1]['x_envpool']:.2f}x EnvPool")
+            free_memory(s.device)
+
+
 # ---- pytest_gpu ----------------------------------------------------------------------------
 def part_pytest_gpu(s: Suite, fig: dict) -> None:
     """``pytest -m gpu -q`` in a child process: its counts and exit status."""
@@ -361,4 +394,5 @@ def part_pytest_gpu(s: Suite, fig: dict) -> None:
 
 PART_FNS = {"cartpole": part_cartpole, "snake": part_snake, "pong": part_pong,
             "noise_table": part_noise_table, "nt_island": part_nt_island,
-            "archipelago_scaling": part_archipelago_scaling, "pytest_gpu": part_pytest_gpu}
+            "archipelago_scaling": part_archipelago_scaling, "mujoco": part_mujoco,
+            "pytest_gpu": part_pytest_gpu}

@@ -82,6 +82,17 @@ def table_archipelago_scaling(p: dict) -> tuple[str, list[str], list[list[str]]]
     return note, head, rows
 
 
+def table_mujoco(p: dict) -> tuple[str, list[str], list[list[str]]]:
+    note = (f"MuJoCo Warp (envs/mjwarp.py), a random linear policy, {p['seconds']:g} s per "
+            f"row. Baseline: EnvPool with {p['envpool_envs']} envs on {p['cpus']} cores "
+            "(x EnvPool = steps/s over its). first s: the first step, kernels compiled or "
+            "loaded.")
+    head = ["task", "worlds", "steps/s", "EnvPool steps/s", "x EnvPool", "first s"]
+    rows = [[r["env"], _n(r["N"]), _n(r["steps_per_s"]), _n(r["envpool_steps_per_s"]),
+             _n(r["x_envpool"], ".3f"), _n(r["first_step_s"], ".1f")] for r in p["rows"]]
+    return note, head, rows
+
+
 def table_pytest_gpu(p: dict) -> tuple[str, list[str], list[list[str]]]:
     head = ["rc", "passed", "failed", "skipped", "errors"]
     note = "; ".join([p["summary"], *p.get("failures", [])])
@@ -91,7 +102,8 @@ def table_pytest_gpu(p: dict) -> tuple[str, list[str], list[list[str]]]:
 
 TABLES = {"cartpole": table_throughput, "snake": table_throughput, "pong": table_pong,
           "noise_table": table_noise_table, "nt_island": table_nt_island,
-          "archipelago_scaling": table_archipelago_scaling, "pytest_gpu": table_pytest_gpu}
+          "archipelago_scaling": table_archipelago_scaling, "mujoco": table_mujoco,
+          "pytest_gpu": table_pytest_gpu}
 
 
 def md_table(head: list[str], rows: list[list[str]]) -> list[str]:

@@ -101,14 +101,17 @@ DEFAULT_MAX_EPISODE_STEPS = 1000  # Gymnasium's TimeLimit for every v4 locomotio
 def mj_model(task: Task):
     """The task's ``mujoco.MjModel`` from Gymnasium's model file, with the solver MuJoCo
     Warp can run (``SOLVER_FOR``)."""
+    import importlib.util
+
     import mujoco
 
-    try:
-        import gymnasium.envs.mujoco as gym_mujoco
-    except ImportError as e:  # gymnasium[mujoco] is missing
+    # the files only: importing gymnasium.envs.mujoco would load its renderer (imageio, GL)
+    spec = importlib.util.find_spec("gymnasium")
+    xml = Path(spec.origin).parent / "envs" / "mujoco" / "assets" / task.xml if spec else None
+    if xml is None or not xml.is_file():
         raise ImportError(f"{task.env_id} on MuJoCo Warp needs gymnasium's MuJoCo model "
-                          f"files: {INSTALL}") from e
-    m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / task.xml))
+                          f"files: {INSTALL}")
+    m = mujoco.MjModel.from_xml_path(str(xml))
     if m.opt.solver == mujoco.mjtSolver.mjSOL_PGS:  # Humanoid: MuJoCo Warp has no PGS
         m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     return m
