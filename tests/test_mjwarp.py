@@ -135,7 +135,7 @@ def test_a_linear_policys_returns_match_envpools(env_id):
         (env_id, warp.mean(), envpool.mean(), p)
 
 
-def test_a_warp_island_and_an_envpool_island_trade_migrants_and_statistics_and_improve(
+def test_an_ars_nt_warp_island_and_an_envpool_island_trade_and_the_warp_island_improves(
         ray_session):
     # Both on the CPU here; on a GPU machine the Warp island is the GPU one (num_gpus).
     from conftest import HANG_S, MET, last_row, stop_when
@@ -149,7 +149,9 @@ def test_a_warp_island_and_an_envpool_island_trade_migrants_and_statistics_and_i
         "max_episode_steps": 30, "target": None, "test_episodes": 2, "topology": "full",
         "migrants": 1, "migration_interval": 1, "obs_sync_interval": 1, "obs_norm": True,
         "generations": 100_000, "time_budget": HANG_S, "namespace": "t-mjwarp", "seed": 0,
-        "island_specs": [{"backend": "torch"}, {"backend": "envpool"}]}))
+        # ars-nt on the Warp island: population, noise and update on the island's device
+        "island_specs": [{"backend": "torch", "strategy": "ars-nt",
+                          "options": {"table_size": 100_000}}, {"backend": "envpool"}]}))
 
     def traded(rows):  # both islands: past the start, immigrants, merged statistics
         lasts = [last_row(rows, i) for i in (0, 1)]
@@ -166,6 +168,7 @@ def test_a_warp_island_and_an_envpool_island_trade_migrants_and_statistics_and_i
     finally:
         arch.shutdown()
     assert res.stop_reason == MET, [last_row(res.rows, i) for i in (0, 1)]
-    assert [(i.backend, i.device) for i in infos] == [("torch", "cpu"), ("envpool", "cpu")]
+    assert [(i.strategy, i.backend, i.device) for i in infos] == [
+        ("ars-nt", "torch", "cpu"), ("ars", "envpool", "cpu")]
     warp = [r for r in res.rows if r["island"] == 0]
     assert warp[-1]["best_so_far"] > warp[0]["fitness_max"], warp  # it improved

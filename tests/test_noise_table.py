@@ -312,3 +312,40 @@ def test_a_generation_is_kept_as_its_offsets():
         s.tell(sphere(X))
     assert np.array_equal(a.center, b.center) and np.array_equal(a.center, c.center)
     assert np.array_equal(a.best[0], c.best[0]) and a.best[1] == c.best[1] == sphere(X).max()
+
+
+# ---- ars-nt: ars's steps on the table's noise ------------------------------------------------
+@pytest.mark.parametrize("method", ACCESS)
+def test_ars_nt_takes_plain_ars_steps_on_the_same_noise(method):
+    dim, popsize = 200, 32
+    s = make("ars-nt", dim, popsize=popsize, seed=3, dtype="float64", noise_access=method,
+             table_size=20_000, top=6)
+    p = make("ars", dim, popsize=popsize, seed=0, top=6)
+    p._rng = TableNormals(s)
+    worst = 0.0
+    for g in range(30):
+        Xs, Xp = s.ask(), p.ask()
+        np.testing.assert_allclose(Xs, Xp, rtol=0, atol=1e-12 * (1 + np.abs(Xp).max()))
+        f = sphere(Xp)
+        s.tell(f)
+        p.tell(f)
+        if g == 12:  # a better migrant: both re-center
+            for x in (s, p):
+                x.inject(np.full(dim, 0.5), [x.best[1] + 1.0])
+        worst = max(worst, np.abs(s.center - p.center).max() / np.abs(p.center).max())
+    assert s.generation == p.generation == 30 and np.abs(p.center - 0.5).max() > 0.01
+    assert worst < 1e-12, worst  # float64 tables: the same steps up to rounding
+
+
+def test_ars_nt_state_continues_bit_identically(tmp_path):
+    a = run(make("ars-nt", 50, seed=5, table_size=30_000), sphere, 4)
+    plainstate.save(tmp_path / "s.npz", a.state_dict())
+    b = make("ars-nt", 50, seed=9, table_size=30_000, table_seed=4)  # the state decides
+    b.load_state_dict(plainstate.load(tmp_path / "s.npz"))
+    for _ in range(5):
+        Xa, Xb = a.ask(), b.ask()
+        assert np.array_equal(Xa, Xb)
+        a.tell(sphere(Xa))
+        b.tell(sphere(Xa))
+    assert np.array_equal(a.center, b.center) and a.best[1] == b.best[1]
+    assert isinstance(a.ask_tensor(), torch.Tensor)  # the population on its device

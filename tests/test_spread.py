@@ -23,7 +23,7 @@ TUNABLE = [name for name, cls in strategies.STRATEGIES.items() if cls.TUNABLE]
 
 
 def test_the_strategies_with_fixed_settings_are_the_ones_that_spread():
-    assert TUNABLE == ["openai-es", "openai-es-nt", "ga", "ars"]
+    assert TUNABLE == ["openai-es", "openai-es-nt", "ga", "ars", "ars-nt"]
     assert strategies.STRATEGIES["cmaes"].TUNABLE == ()  # CMA-ES adapts its own sigma
 
 
@@ -87,7 +87,7 @@ def test_the_plan_spreads_the_table_settings_and_travels_only_with_adopt():
      "--hp-spread must be at least 1 (each setting from 1/F to F times its value), got 0.5"),
     (["--hp-spread", "2", "--strategy", "sep-cmaes"],
      "--hp-spread has nothing to spread: sep-cmaes adapts its own step size (strategies "
-     "with fixed settings: openai-es, openai-es-nt, ga, ars)"),
+     "with fixed settings: openai-es, openai-es-nt, ga, ars, ars-nt)"),
 ])
 def test_a_spread_that_cannot_apply_is_refused(argv, message):
     with pytest.raises(ConfigError) as e:

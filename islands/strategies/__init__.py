@@ -18,9 +18,10 @@ from .openai_es import OpenAIES
 from .sep_cmaes import SepCMAES
 
 if TYPE_CHECKING:
+    from .ars_nt import ARSNT
     from .openai_es_nt import OpenAIESNT
 
-# openai-es-nt (torch, its noise table) is imported on first lookup; the others are numpy
+# openai-es-nt and ars-nt (torch, a noise table) are imported on first lookup; the others are numpy
 # (pycma itself loads when a CMA-ES is built: strategies/cmaes.py)
 STRATEGIES: LazyRegistry = LazyRegistry({
     "cmaes": CMAES,
@@ -29,12 +30,15 @@ STRATEGIES: LazyRegistry = LazyRegistry({
     "openai-es-nt": "islands.strategies.openai_es_nt:OpenAIESNT",
     "ga": GA,
     "ars": ARS,
+    "ars-nt": "islands.strategies.ars_nt:ARSNT",
 })
 
 
 def __getattr__(name: str) -> Any:
     if name == "OpenAIESNT":  # PEP 562: the class on first use, as in the registry
         return STRATEGIES["openai-es-nt"]
+    if name == "ARSNT":
+        return STRATEGIES["ars-nt"]
     raise AttributeError(f"module 'islands.strategies' has no attribute {name!r}")
 
 
@@ -50,4 +54,4 @@ def make(name: str, dim: int, popsize=None, sigma=None, seed: int = 0, x0=None, 
 
 
 __all__ = ["STRATEGIES", "Strategy", "make", "CMAES", "SepCMAES", "OpenAIES", "OpenAIESNT", "GA",
-           "ARS"]
+           "ARS", "ARSNT"]

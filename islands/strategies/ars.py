@@ -72,7 +72,9 @@ class ARS(MirroredES):
     def _loaded_settings(self, hp: dict) -> dict[str, Any]:
         return {"lr": float(hp["lr"]), "top": int(hp["top"])}
 
-    def _step(self, X, f: np.ndarray) -> None:
+    def _top(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The kept directions and their step coefficients ``lr / (b sigma_R) * (r+ - r-)``
+        (None: no step this generation); the step is ``sum_k coef_k delta_k``."""
         h = self.popsize // 2
         plus, minus = f[:h], f[h:]
         # a broken return (NaN, inf) is ranked "worst - 1" by the base class, a value that
@@ -80,11 +82,15 @@ class ARS(MirroredES):
         pairs = np.flatnonzero(self.measured[:h] & self.measured[h:])
         b = min(int(self.hp["top"]), len(pairs))
         if not b:
-            return
+            return None
         keep = pairs[np.argsort(-np.maximum(plus, minus)[pairs], kind="stable")[:b]]
         spread = np.concatenate([plus[keep], minus[keep]]).std()
         if not spread > 0:  # every kept return equal: no direction is better than another
-            return
-        delta = (X[keep] - self.theta) / self.sigma
-        self.theta = self.theta + self.hp["lr"] / (b * spread) * (
-            (plus[keep] - minus[keep]) @ delta)
+            return None
+        return keep, self.hp["lr"] / (b * spread) * (plus[keep] - minus[keep])
+
+    def _step(self, X, f: np.ndarray) -> None:
+        top = self._top(f)
+        if top is not None:
+            keep, coef = top
+            self.theta = self.theta + coef @ ((X[keep] - self.theta) / self.sigma)
