@@ -75,6 +75,9 @@ class Sizes:
     mujoco_envs: tuple[str, ...] = ("Hopper-v4", "Ant-v4", "Humanoid-v4")
     mujoco_worlds: tuple[int, ...] = (1024, 8192, 65536)
     mujoco_seconds: float = 3.0
+    # humanoid: launcher flags of the run to 6,000 (the env row's ARS V2-t, ars-nt islands)
+    humanoid: tuple[str, ...] = ("--islands", "4", "--gpus-per-island", "0.25",
+                                 "--popsize-scale", "8", "--time-budget", "540")
 
 
 FULL_CUDA = Sizes(  # about 7 minutes on one H100 with 16 cores (estimate: the module doc)
@@ -86,14 +89,18 @@ FULL_CUDA = Sizes(  # about 7 minutes on one H100 with 16 cores (estimate: the m
     scaling_counts=(1, 2, 4, 8, 16), scaling_seconds=6.0)
 FULL_CPU = dataclasses.replace(  # --device cpu without --quick: CPU-sized rows
     FULL_CUDA, cartpole=(1024, 16384), cartpole_compile=(16384,), snake=(1024, 4096),
-    dims=(100_000, 1_000_000), island_popsize=256, mujoco_worlds=(64, 256))
+    dims=(100_000, 1_000_000), island_popsize=256, mujoco_worlds=(64, 256),
+    humanoid=("--islands", "2", "--backend", "torch", "--time-budget", "600"))
 QUICK = dataclasses.replace(  # a smoke run: every part at tiny sizes
     FULL_CUDA, cartpole=(256, 1024), cartpole_compile=(1024,), snake=(256, 1024),
     repeats=1, random_steps=20, pong_envs=64, pong_steps=50, dims=(10_000, 100_000),
     nt_repeats=2, table_size=2**18, island_popsize=64, island_budget_s=300.0,
     island_table_size=2**20, island_test_episodes=20, scaling_counts=(1, 2),
     scaling_seconds=4.0, island_generations=150,  # seed 0 solves at about 50
-    mujoco_envs=("Hopper-v4",), mujoco_worlds=(16,), mujoco_seconds=1.0)
+    mujoco_envs=("Hopper-v4",), mujoco_worlds=(16,), mujoco_seconds=1.0,
+    humanoid=("--islands", "1", "--backend", "torch", "--popsize", "8", "--strategy-options",
+              '{"lr": 0.02, "top": 4}', "--max-episode-steps", "10", "--generations", "2",
+              "--target", "none", "--test-episodes", "2", "--time-budget", "300"))
 
 
 class Skip(Exception):
@@ -369,6 +376,33 @@ def part_mujoco(s: Suite, fig: dict) -> None:
             free_memory(s.device)
 
 
+# ---- humanoid -------------------------------------------------------------------------------
+def part_humanoid(s: Suite, fig: dict) -> None:
+    """Humanoid-v4 with ars-nt islands through ``python -m islands.launch`` (a subprocess,
+    its own Ray): on a GPU the islands share it and play MuJoCo Warp there (the env row's
+    ARS V2-t settings, ``Sizes.humanoid``'s shape and budget); solved (6,000, confirmed),
+    wall, episodes, env steps. Quick: a smoke run of 2 generations on the CPU."""
+    import importlib.util
+
+    if importlib.util.find_spec("mujoco_warp") is None:
+        raise Skip('MuJoCo Warp is not installed (pip install -e ".[warp]")')
+    run_dir = s.out / "humanoid"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    cmd = [sys.executable, "-m", "islands.launch", "--env", "Humanoid-v4", "--strategy",
+           "ars-nt", *s.sizes.humanoid, "--out", str(run_dir), "--seed", "0",
+           "--dashboard", "off", "--quiet", "on", "--tensorboard", "off"]
+    proc = _child(cmd, timeout=900)
+    sm = json.loads((run_dir / "summary.json").read_text())
+    row = {"islands": len(sm["generations"]), "backends": sm.get("backends"),
+           "solved": sm["solved"], "wall_s": sm["wall_s"], "wall_to_solve": sm["wall_to_solve"],
+           "episodes": sm.get("total_episodes"), "env_steps": sm["total_env_steps"],
+           "steps_per_s": sm["total_env_steps"] / sm["wall_s"], "test_mean": sm["test_mean"],
+           "generations": sum(sm["generations"].values())}
+    fig.update(command=shlex.join(["python", *cmd[1:]]), rc=proc.returncode, rows=[row])
+    s.say(f"  humanoid: solved {row['solved']}, wall {row['wall_s']:.0f} s, test "
+          f"{row['test_mean']}, {row['steps_per_s']:,.0f} steps/s")
+
+
 # ---- pytest_gpu ----------------------------------------------------------------------------
 def part_pytest_gpu(s: Suite, fig: dict) -> None:
     """``pytest -m gpu -q`` in a child process: its counts and exit status."""
@@ -395,4 +429,4 @@ def part_pytest_gpu(s: Suite, fig: dict) -> None:
 PART_FNS = {"cartpole": part_cartpole, "snake": part_snake, "pong": part_pong,
             "noise_table": part_noise_table, "nt_island": part_nt_island,
             "archipelago_scaling": part_archipelago_scaling, "mujoco": part_mujoco,
-            "pytest_gpu": part_pytest_gpu}
+            "humanoid": part_humanoid, "pytest_gpu": part_pytest_gpu}

@@ -93,6 +93,19 @@ def table_mujoco(p: dict) -> tuple[str, list[str], list[list[str]]]:
     return note, head, rows
 
 
+def table_humanoid(p: dict) -> tuple[str, list[str], list[list[str]]]:
+    r = p["rows"][0]
+    note = (f"Humanoid-v4 to 6,000 with {r['islands']} ars-nt island(s) on {r['backends']}. "
+            "Baseline: ARS V2-t, 142,600 episodes (Mania et al. 2018); OpenAI ES, 10 min on "
+            f"1,440 cores. Command: `{p['command']}`")
+    head = ["solved", "wall s", "to solve s", "episodes", "env steps", "steps/s",
+            "test mean", "generations"]
+    row = [str(r["solved"]), _n(r["wall_s"], ".1f"), _n(r["wall_to_solve"], ".1f"),
+           _n(r["episodes"]), _n(r["env_steps"]), _n(r["steps_per_s"]),
+           _n(r["test_mean"], ".1f"), _n(r["generations"])]
+    return note, head, [row]
+
+
 def table_pytest_gpu(p: dict) -> tuple[str, list[str], list[list[str]]]:
     head = ["rc", "passed", "failed", "skipped", "errors"]
     note = "; ".join([p["summary"], *p.get("failures", [])])
@@ -103,7 +116,7 @@ def table_pytest_gpu(p: dict) -> tuple[str, list[str], list[list[str]]]:
 TABLES = {"cartpole": table_throughput, "snake": table_throughput, "pong": table_pong,
           "noise_table": table_noise_table, "nt_island": table_nt_island,
           "archipelago_scaling": table_archipelago_scaling, "mujoco": table_mujoco,
-          "pytest_gpu": table_pytest_gpu}
+          "humanoid": table_humanoid, "pytest_gpu": table_pytest_gpu}
 
 
 def md_table(head: list[str], rows: list[list[str]]) -> list[str]:

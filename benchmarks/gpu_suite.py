@@ -22,8 +22,8 @@ go on, so a GPU run is never lost to one broken part):
 * ``archipelago_scaling``: env steps/s of an archipelago on LunarLander-v3 with 1, 2, 4, 8,
   16 islands of one CPU each (archipelago_scaling.py's ``throughput``; a subprocess with one
   Ray, started after the island runs have exited); efficiency = s(n) / (n * s(1)).
-* ``mujoco``: MuJoCo Warp steps/s, Hopper/Ant/Humanoid at 1K-64K worlds, vs EnvPool on all
-  cores (``mjwarp_speed.py``; skipped without MuJoCo Warp: docs/results/mjwarp.md).
+* ``mujoco`` / ``humanoid``: MuJoCo Warp steps/s at 1K-64K worlds vs EnvPool on all cores
+  (``mjwarp_speed.py``) / Humanoid-v4 to 6,000 with ars-nt GPU islands (results/mjwarp.md).
 * ``pytest_gpu``: ``pytest -m gpu -q`` (needs CUDA; skipped in --quick).
 
 ``--quick`` runs tiny sizes everywhere (a 2-core CPU finishes in about 2.5 minutes; its
@@ -63,7 +63,7 @@ else:  # python benchmarks/gpu_suite.py: this folder is first on the path
 
 PART_FNS = parts.PART_FNS  # name -> part function (the one dict: tests replace a part in it)
 PARTS = ("cartpole", "snake", "pong", "noise_table", "nt_island", "archipelago_scaling",
-         "mujoco", "pytest_gpu")
+         "mujoco", "humanoid", "pytest_gpu")
 PART_HELP = {
     "cartpole": "torch-native CartPole + MLP steps/s, eager and torch.compile, vs random",
     "snake": "torch-native Snake + MLP steps/s (eager), vs random actions",
@@ -72,6 +72,7 @@ PART_HELP = {
     "nt_island": "an openai-es-nt island through islands.launch on CartPole, CUDA vs CPU",
     "archipelago_scaling": "LunarLander env steps/s with 1-16 islands, efficiency vs 1",
     "mujoco": "MuJoCo Warp Hopper/Ant/Humanoid steps/s at 1K-64K worlds vs EnvPool",
+    "humanoid": "Humanoid-v4 to 6,000 with ars-nt islands on MuJoCo Warp (launcher)",
     "pytest_gpu": "pytest -m gpu -q (CUDA only, not in --quick)",
 }
 

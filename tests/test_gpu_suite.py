@@ -14,7 +14,7 @@ from conftest import ROOT, subprocess_env
 
 SUITE = ROOT / "benchmarks" / "gpu_suite.py"
 PARTS = ["cartpole", "snake", "pong", "noise_table", "nt_island", "archipelago_scaling",
-         "mujoco", "pytest_gpu"]
+         "mujoco", "humanoid", "pytest_gpu"]
 MAY_SKIP = {"pong", "pytest_gpu"}  # CUDA only
 
 
@@ -54,7 +54,8 @@ def test_quick_suite_runs_every_part(quick_suite):
 def test_quick_suite_figures(quick_suite):
     _, _, rec = quick_suite
     parts = rec["parts"]
-    used = ("cartpole", "noise_table", "nt_island", "archipelago_scaling", "mujoco")
+    used = ("cartpole", "noise_table", "nt_island", "archipelago_scaling", "mujoco",
+            "humanoid")
     assert {n: parts[n]["status"] for n in used} == dict.fromkeys(used, "ok"), parts
     cart = parts["cartpole"]
     eager = {r["N"]: r for r in cart["rows"] if r["compile"] == "eager"}
@@ -80,6 +81,8 @@ def test_quick_suite_figures(quick_suite):
     mujoco = parts["mujoco"]["rows"]  # MuJoCo Warp on the CPU against EnvPool
     assert [(r["env"], r["N"]) for r in mujoco] == [("Hopper-v4", 16)]
     assert all(r["steps_per_s"] > 0 and r["x_envpool"] > 0 for r in mujoco), mujoco
+    hum = parts["humanoid"]["rows"][0]  # the launcher's smoke run: one ars-nt island
+    assert hum["backends"] == ["torch"] and hum["generations"] == 2 and hum["env_steps"] > 0
 
 
 def test_an_unknown_part_exits_2_with_one_line(tmp_path):
