@@ -356,9 +356,9 @@ def part_mujoco(s: Suite, fig: dict) -> None:
     device) per task and world count, against EnvPool on all of the machine's cores: one
     baseline per task at 8 envs per core, where its rate levels off
     (``mjwarp_speed.py``)."""
-    import importlib.util
+    from envs.torch_registry import mujoco_warp_installed
 
-    if importlib.util.find_spec("mujoco_warp") is None:
+    if not mujoco_warp_installed():
         raise Skip('MuJoCo Warp is not installed (pip install -e ".[warp]"; the GPU machine: '
                    "make-kit with EXTRA, docs/results/mjwarp.md)")
     cores, secs = os.cpu_count() or 1, s.sizes.mujoco_seconds
@@ -382,9 +382,9 @@ def part_humanoid(s: Suite, fig: dict) -> None:
     its own Ray): on a GPU the islands share it and play MuJoCo Warp there (the env row's
     ARS V2-t settings, ``Sizes.humanoid``'s shape and budget); solved (6,000, confirmed),
     wall, episodes, env steps. Quick: a smoke run of 2 generations on the CPU."""
-    import importlib.util
+    from envs.torch_registry import mujoco_warp_installed
 
-    if importlib.util.find_spec("mujoco_warp") is None:
+    if not mujoco_warp_installed():
         raise Skip('MuJoCo Warp is not installed (pip install -e ".[warp]")')
     run_dir = s.out / "humanoid"
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -30,6 +30,7 @@ Warp compiles its kernels on first use (about 20-30 s on a 2-core CPU, cached in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,7 @@ def mj_model(task: Task):
     return m
 
 
+@functools.cache  # called on every step: import and configure Warp once
 def _import_warp():
     try:
         import warp

@@ -20,12 +20,17 @@ TORCH_ENVS: LazyRegistry = LazyRegistry({"CartPole-v1": "envs.torch_cartpole:Tor
                                          **MJWARP_ENVS})
 
 
-def installed(env_id: str) -> bool:
-    """Whether the torch backend can run ``env_id`` here: MuJoCo Warp's envs need the
-    ``warp`` extra (checked without importing it)."""
+def mujoco_warp_installed() -> bool:
+    """Whether the ``warp`` extra is installed (checked without importing it)."""
     import importlib.util
 
-    return env_id not in MJWARP_ENVS or importlib.util.find_spec("mujoco_warp") is not None
+    return importlib.util.find_spec("mujoco_warp") is not None
+
+
+def installed(env_id: str) -> bool:
+    """Whether the torch backend can run ``env_id`` here: MuJoCo Warp's envs need the
+    ``warp`` extra."""
+    return env_id not in MJWARP_ENVS or mujoco_warp_installed()
 
 
 def register_torch_env(env_id: str, cls: type) -> None:
