@@ -13,7 +13,10 @@ Differences from Gymnasium, all inherent to MuJoCo Warp:
 * float32 physics (MuJoCo: float64), so long trajectories drift apart; the agreement with
   Gymnasium is measured per task in ``tests/test_mjwarp.py``;
 * Humanoid's model asks for the PGS solver, which MuJoCo Warp does not have; it runs with
-  Newton (``SOLVER_FOR``), as MJX and MuJoCo Playground do.
+  Newton (``SOLVER_FOR``), as MJX and MuJoCo Playground do;
+* a plane-capsule contact's tangent frame follows the capsule only when it lies within 60
+  degrees of the plane (MuJoCo: always), which turns Ant's pyramidal friction cones at
+  steep ankles (``docs/results/mjwarp.md``).
 
 The functional API of :func:`envs.torch_registry.register_torch_env`: a state is
 ``(qpos (B, nq), qvel (B, nv), position (B, 2), extras (B, k), steps (B,))``. ``position``
