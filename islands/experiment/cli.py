@@ -5,6 +5,8 @@
     python -m islands.experiment resume DIR      # after Ctrl-C or a lost driver
     python -m islands.experiment report DIR      # re-render report.md from the results
                                                  # (a copy kept without runs/: its parquet)
+    python -m islands.experiment merge DIR DIR ... --out OUT   # pool more seeds of one
+                                                 # question into one report
 
 ``run`` checks the whole grid first (an unknown field, a malformed YAML, an unknown scale, a
 trial whose launcher config does not resolve: exit 2, one line, nothing written), writes
@@ -23,7 +25,7 @@ import time
 from pathlib import Path
 
 from .names import EXPERIMENT_JSON, REPORT_MD, SCALES, TUNE_DIR
-from .spec import ExperimentError, check_trials, load_experiment, trials
+from .spec import ExperimentError, check_trials, load_experiment, narrowed, trials
 
 PROG = "islands.experiment"
 
@@ -35,13 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
         "x seeds) on Ray Tune and write its report.",
         epilog=__doc__.split("\n\n")[1] + "\n\nExperiments of the research plan: "
         "experiments/*.yaml (scales: " + ", ".join(SCALES) + ").")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{run,resume,report}")
+    sub = p.add_subparsers(dest="command", required=True,
+                           metavar="{run,resume,report,merge}")
     r = sub.add_parser("run", help="run an experiment YAML at a scale")
     r.add_argument("file", help="experiment YAML (see experiments/)")
     r.add_argument("--scale", default=None, help=f"one of {', '.join(SCALES)} as the file "
                    "defines them (default: the file's top level as written)")
     r.add_argument("--out", help="experiment directory (default: "
                    "runs/experiments/<name>-<scale>-<time>)")
+    r.add_argument("--seeds", default=None, metavar="SEEDS",
+                   help="other seeds than the file's (e.g. 4010-4019): more runs of the same "
+                   "question, pooled with an earlier directory by merge")
+    r.add_argument("--only", action="append", default=[], metavar="FIELD=V1,V2",
+                   help="run only these values of a grid field (repeatable), e.g. --only "
+                   "arm=islands-4,one-x4 --only env=Hopper-v4")
     r.add_argument("--max-concurrent", type=int, default=None, metavar="N",
                    help="trials at once at most (default: as many as can each have cores of "
                    "their own, since wall clock and throughput are measured: one at a time "
@@ -56,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     _ray_flags(s)
     t = sub.add_parser("report", help="collect the results and write report.md again")
     t.add_argument("dir", help="the experiment directory")
+    m = sub.add_parser("merge", help="pool directories of one experiment (more seeds) into "
+                       "one kept copy and write its report")
+    m.add_argument("dirs", nargs="+", metavar="dir", help="experiment directories of the same "
+                   "question (same name, report, base, arms, budget; other seeds)")
+    m.add_argument("--out", required=True, help="the pooled copy (a new directory)")
     return p
 
 
@@ -73,13 +87,17 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "wandb", None) is not None:
             _check_wandb()
         if args.command == "run":
-            exp_dir = prepare(args.file, args.scale, args.out)
+            exp_dir = prepare(args.file, args.scale, args.out, args.seeds, args.only)
+        elif args.command == "merge":
+            from .merge import merge
+
+            exp_dir = merge(args.dirs, args.out)
         else:
             exp_dir = existing(args.dir)
     except ExperimentError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
-    if args.command == "report":
+    if args.command in ("report", "merge"):
         return _report(exp_dir)
     return _execute(exp_dir, args.command == "resume", args.address, args.dashboard == "on",
                     getattr(args, "max_concurrent", None), getattr(args, "wandb", None))
@@ -93,9 +111,10 @@ def _check_wandb() -> None:
         raise ExperimentError(f"--wandb: {missing}")
 
 
-def prepare(file: str, scale: str | None, out: str | None) -> Path:
+def prepare(file: str, scale: str | None, out: str | None, seeds: str | None = None,
+            only: list[str] | None = None) -> Path:
     """Check the experiment and every trial; only then create DIR and experiment.json."""
-    spec = load_experiment(file, scale)
+    spec = narrowed(load_experiment(file, scale), seeds, only or [])
     check_trials(spec)
     exp_dir = Path(out or Path("runs", "experiments",
                                f"{spec.name}-{scale or 'base'}-{time.strftime('%Y%m%d-%H%M%S')}"))

@@ -52,6 +52,7 @@ from typing import Any
 
 from ..config import FIELDS, Config, ConfigError, from_dict, resolve
 from ..config.parse import yaml_problem
+from .collect import param_value
 from .names import BUDGET_FIELDS, RUNNER_FIELDS, SCALES
 from .reports import REPORTS  # the report kinds: the writers' registry
 
@@ -364,6 +365,30 @@ def load_experiment(path: str | os.PathLike, scale: str | None) -> ExperimentSpe
         where = f" at scale {scale!r}" if scale else ""
         raise _err(path, f"no seeds{where} (e.g. seeds: [0, 1, 2] or seeds: 0-4)")
     return ExperimentSpec(**header, **merged, arms=arms, scale=scale, source=path)
+
+
+def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> ExperimentSpec:
+    """``spec`` with other ``seeds`` (``run --seeds``: more seeds for the same question, to
+    pool with ``merge``) and its grid narrowed to some values (``run --only
+    FIELD=V1,V2``, values named as the report's cells name them: ``32-16`` for a hidden
+    [32, 16]); ExperimentError (one line) for a field not in the grid or a value not
+    among its values."""
+    path = spec.source or "<experiment>"
+    new = {} if seeds is None else {"seeds": _seeds(path, "--seeds", seeds)}
+    grid = dict(spec.grid)
+    for item in only:
+        key, _, values = item.partition("=")
+        if key not in grid or not values:
+            raise _err(path, f"--only {item!r}: expected FIELD=V1,V2 with FIELD one of the "
+                             f"grid's ({', '.join(grid) or 'none'})")
+        have = {str(param_value(v)): v for v in grid[key]}  # as the report names them
+        wanted = [v.strip() for v in values.split(",") if v.strip()]
+        unknown = [v for v in wanted if v not in have]
+        if unknown:
+            raise _err(path, f"--only {key}: {unknown[0]!r} is not among its values "
+                             f"({', '.join(have)})")
+        grid[key] = [have[v] for v in wanted]
+    return dataclasses.replace(spec, grid=grid, **new)
 
 
 # ---- trials ---------------------------------------------------------------------------------

@@ -273,8 +273,9 @@ PER_TRIAL = ("seed", "out", "namespace", "resume", "dashboard", "quiet", "addres
              "checkpoint_uri", "config")  # launcher fields that differ by trial, not by cell
 
 
-def _cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
-    """Per configuration, the resolved launcher config (config.yaml) of its first run."""
+def cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
+    """Per configuration, the resolved launcher config (config.yaml) of its first run; a
+    copy kept without its runs keeps them in experiment.json (``cell_configs``)."""
     import yaml
 
     out: dict[str, dict[str, Any]] = {}
@@ -283,14 +284,14 @@ def _cell_configs(ctx: Context) -> dict[str, dict[str, Any]]:
         if r.config not in out and path.is_file():
             cfg = yaml.safe_load(path.read_text()) or {}
             out[r.config] = {k: v for k, v in cfg.items() if k not in PER_TRIAL}
-    return out
+    return out or dict(ctx.meta.get("cell_configs") or {})
 
 
 def config_appendix(ctx: Context) -> list[str]:
     """Each cell's fully resolved launcher configuration: what all cells share, then per
     cell what differs (collapsed: it is long). From the runs' config.yaml; a copy kept
     without its runs keeps them in experiment.json (``cell_configs``)."""
-    cells = _cell_configs(ctx) or (ctx.meta.get("cell_configs") or {})
+    cells = cell_configs(ctx)
     if not cells:
         return []
     first = next(iter(cells.values()))
@@ -311,6 +312,18 @@ def config_appendix(ctx: Context) -> list[str]:
     return lines
 
 
+def _reproduce(ctx: Context, source: str, scale: str) -> list[str]:
+    """The commands that made these results: one run, or the runs a merge pooled."""
+    parts = ctx.meta.get("sources") or []
+    if not parts:
+        return [f"python -m islands.experiment run {source}" + (f" --scale {scale}" if scale
+                                                                else "")]
+    runs = [f"python -m islands.experiment run {source} --scale {p.get('scale')} --out {p['dir']}"
+            for p in parts]
+    dirs = " ".join(p["dir"] for p in parts)
+    return runs + [f"python -m islands.experiment merge {dirs} --out {ctx.exp_dir}"]
+
+
 def header(ctx: Context) -> list[str]:
     spec = ctx.spec
     source, scale = spec.get("source", "<experiment.yaml>"), spec.get("scale", "laptop")
@@ -318,9 +331,7 @@ def header(ctx: Context) -> list[str]:
              f"**Question.** {spec.get('question') or '—'}", ""]
     if spec.get("description"):
         lines += [str(spec["description"]).strip(), ""]
-    lines += ["Reproduce:", "", "```",
-              f"python -m islands.experiment run {source}"
-              + (f" --scale {scale}" if scale else ""), "```", ""]
+    lines += ["Reproduce:", "", "```", *_reproduce(ctx, source, scale), "```", ""]
     lines += _settings(spec) + [""] + provenance_lines(ctx) + _progress(ctx)
     lines += ["", "## Results per configuration", ""]
     if not len(ctx.done):

@@ -1,0 +1,130 @@
+"""``python -m islands.experiment merge DIR DIR ... --out OUT``: more seeds for a question.
+
+A comparison whose intervals overlap wants more seeds, and the new seeds run later, in an
+experiment directory of their own (another scale of the same YAML, e.g. ``seeds:
+4010-4019``). :func:`merge` pools such directories into one kept copy (``results.parquet``,
+``curves.parquet`` and ``experiment.json``, no ``runs/``), which ``report`` renders like any
+experiment: every Kaplan-Meier median, interval and test then uses all the runs.
+
+Pooling is refused (:class:`~islands.experiment.spec.ExperimentError`, one line) unless the
+directories ask the same question the same way: the same experiment name, report kind,
+``base`` launcher fields, arms and budget. Their grids and seeds may differ, but no
+configuration may have the same seed in two of them (a seed counted twice would narrow the
+intervals falsely). Trial ids get their directory's position as a prefix (``d1-t000``), and
+the merged ``experiment.json`` keeps each directory's provenance under ``sources``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .names import CURVES, EXPERIMENT_JSON, RESULTS
+from .spec import ExperimentError
+
+# what must agree for runs to be pooled: everything that shapes a run except grid and seeds
+SAME = ("name", "report", "base", "arms", "budget")
+
+
+def _load(d: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """experiment.json, results and curves, with each cell's resolved launcher config in the
+    meta (``cell_configs``: the merged copy has no runs/ to read them from)."""
+    from .reports.common import Context, cell_configs
+    from .store import load
+
+    meta, results, curves = load(d)
+    meta["cell_configs"] = cell_configs(Context(d, meta, results, curves))
+    return meta, results, curves
+
+
+def _check_same(dirs: list[Path], metas: list[dict[str, Any]]) -> None:
+    first = metas[0]["spec"]
+    for d, meta in zip(dirs[1:], metas[1:], strict=True):
+        for key in SAME:
+            if meta["spec"].get(key) != first.get(key):
+                raise ExperimentError(
+                    f"{d} differs from {dirs[0]} in {key!r} ({meta['spec'].get(key)!r} "
+                    f"against {first.get(key)!r}): only runs of one question pool")
+
+
+def _check_seeds(dirs: list[Path], tables: list[pd.DataFrame]) -> None:
+    seen: dict[tuple[str, int], Path] = {}
+    for d, t in zip(dirs, tables, strict=True):
+        for config, seed in zip(t["config"], t["seed"], strict=True):
+            key = (str(config), int(seed))
+            if key in seen and seen[key] != d:
+                raise ExperimentError(f"seed {seed} of {config} is in both {seen[key]} and {d}: "
+                                      "a seed counted twice would narrow the intervals")
+            seen[key] = d
+
+
+def _prefixed(df: pd.DataFrame, k: int) -> pd.DataFrame:
+    out = df.copy()
+    if "trial" in out.columns:
+        out["trial"] = [f"d{k}-{t}" for t in out["trial"]]
+    return out
+
+
+def _union_grid(specs: list[dict[str, Any]]) -> dict[str, list]:
+    grid: dict[str, list] = {}
+    for spec in specs:
+        for key, values in (spec.get("grid") or {}).items():
+            have = grid.setdefault(key, [])
+            have += [v for v in values if v not in have]
+    return grid
+
+
+def _merged_meta(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any]:
+    spec = dict(metas[0]["spec"])
+    spec["grid"] = _union_grid([m["spec"] for m in metas])
+    spec["seeds"] = sorted({int(s) for m in metas for s in m["spec"].get("seeds") or []})
+    scales = [str(m["spec"].get("scale") or "") for m in metas]
+    spec["scale"] = "+".join(dict.fromkeys(scales))
+    trials = [{**t, "trial_id": f"d{k}-{t['trial_id']}"}
+              for k, m in enumerate(metas, 1) for t in m.get("trials") or []]
+    provenance = dict(metas[0].get("provenance") or {})
+    provenance["note"] = "merged from " + "; ".join(
+        f"d{k} = {d} (commit {(m.get('provenance') or {}).get('commit')}, seeds "
+        f"{_seed_span(m['spec'].get('seeds') or [])})"
+        for k, (d, m) in enumerate(zip(dirs, metas, strict=True), 1))
+    cells: dict[str, Any] = {}
+    for m in metas:
+        cells.update({k: v for k, v in m["cell_configs"].items() if k not in cells})
+    return {"spec": spec, "provenance": provenance, "trials": trials, "cell_configs": cells,
+            "sources": [{"dir": str(d), "scale": scale, "provenance": m.get("provenance")}
+                        for d, m, scale in zip(dirs, metas, scales, strict=True)]}
+
+
+def _seed_span(seeds: list) -> str:
+    s = sorted(int(x) for x in seeds)
+    return f"{s[0]}-{s[-1]}" if s and s == list(range(s[0], s[-1] + 1)) else str(s)
+
+
+def merge(dirs: list[str | os.PathLike], out: str | os.PathLike) -> Path:
+    """Pool the experiment directories ``dirs`` into a kept copy at ``out`` (created; it
+    must not hold anything yet); returns its path. ``report`` renders it."""
+    paths, out = [Path(d) for d in dirs], Path(out)
+    if len(paths) < 2:
+        raise ExperimentError("merge needs at least two experiment directories")
+    for d in paths:
+        if not (d / EXPERIMENT_JSON).is_file():
+            raise ExperimentError(f"{d} is not an experiment directory (no {EXPERIMENT_JSON})")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExperimentError(f"{out} already exists and is not empty")
+    loaded = [_load(d) for d in paths]
+    metas = [m for m, _, _ in loaded]
+    _check_same(paths, metas)
+    _check_seeds(paths, [r for _, r, _ in loaded])
+    results = pd.concat([_prefixed(r, k) for k, (_, r, _) in enumerate(loaded, 1)],
+                        ignore_index=True)
+    curves = pd.concat([_prefixed(c, k) for k, (_, _, c) in enumerate(loaded, 1)],
+                       ignore_index=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / EXPERIMENT_JSON).write_text(json.dumps(_merged_meta(paths, metas), indent=2) + "\n")
+    results.to_parquet(out / RESULTS, index=False)
+    curves.to_parquet(out / CURVES, index=False)
+    return out

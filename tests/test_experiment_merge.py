@@ -1,0 +1,116 @@
+"""``islands.experiment merge``: directories of one question, pooled into one report (no Ray).
+
+The runs are real: the kept copy of the network-scaling laptop study (45 runs, seeds
+1000-1004) is split by seed into two experiment directories, as a study run in two parts
+would leave them, and merged back.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from islands.experiment import names
+from islands.experiment.cli import main
+
+STUDY = Path(__file__).resolve().parents[1] / "docs" / "results" / "network-scaling-laptop"
+
+
+def _part(tmp: Path, name: str, seeds: set[int], meta: dict, results: pd.DataFrame) -> Path:
+    """A kept experiment directory holding ``seeds`` of the study."""
+    d = tmp / name
+    d.mkdir()
+    part = {**meta, "spec": {**meta["spec"], "seeds": sorted(seeds)},
+            "trials": [t for t in meta["trials"] if t["seed"] in seeds]}
+    (d / names.EXPERIMENT_JSON).write_text(json.dumps(part))
+    results[results["seed"].isin(seeds)].to_parquet(d / names.RESULTS, index=False)
+    return d
+
+
+@pytest.fixture
+def halves(tmp_path):
+    meta = json.loads((STUDY / names.EXPERIMENT_JSON).read_text())
+    results = pd.read_parquet(STUDY / names.RESULTS)
+    a = _part(tmp_path, "first", {1000, 1001, 1002}, meta, results)
+    b = _part(tmp_path, "later", {1003, 1004}, meta, results)
+    return tmp_path, a, b, meta, results
+
+
+def _tables(report: str) -> list[str]:
+    """The report's table rows below its provenance (the statistics, not the dates)."""
+    body = report.split("## Provenance", 1)[1].split("\n## ", 1)[1]
+    return [line for line in body.splitlines() if line.startswith("|")]
+
+
+def test_two_halves_merged_report_as_the_whole_study(halves, capsys):
+    tmp, a, b, meta, results = halves
+    whole = tmp / "whole"
+    shutil.copytree(STUDY, whole)
+    assert main(["report", str(whole)]) == 0
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "pooled")]) == 0
+    assert "45 runs; report:" in capsys.readouterr().out
+    pooled = (tmp / "pooled" / names.REPORT_MD).read_text()
+    # every Kaplan-Meier median, interval, rate and test: the same as from the whole study
+    assert _tables(pooled) == _tables((whole / names.REPORT_MD).read_text())
+    assert "45 of 45 trials ran" in pooled and "merged from d1 = " in pooled
+    merged = json.loads((tmp / "pooled" / names.EXPERIMENT_JSON).read_text())
+    assert merged["spec"]["seeds"] == meta["spec"]["seeds"]
+    assert [s["dir"] for s in merged["sources"]] == [str(a), str(b)]
+    rows = pd.read_parquet(tmp / "pooled" / names.RESULTS)
+    assert len(rows) == len(results) and rows["trial"].str.match(r"d[12]-t\d+").all()
+
+
+def test_a_seed_in_two_directories_is_refused(halves, capsys):
+    tmp, a, _, meta, results = halves
+    again = _part(tmp, "again", {1002, 1003}, meta, results)
+    assert main(["merge", str(a), str(again), "--out", str(tmp / "pooled")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("islands.experiment: error: seed 1002 of ") and "\n" not in err
+    assert "counted twice" in err and not (tmp / "pooled").exists()
+
+
+def test_other_settings_or_a_used_directory_are_refused(halves, capsys):
+    tmp, a, b, _, _ = halves
+    other = json.loads((b / names.EXPERIMENT_JSON).read_text())
+    other["spec"]["budget"] = {**other["spec"].get("budget", {}), "time_budget": 1}
+    (b / names.EXPERIMENT_JSON).write_text(json.dumps(other))
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "p2")]) == 2
+    err = capsys.readouterr().err
+    assert f"{b} differs from {a} in 'budget'" in err and not (tmp / "p2").exists()
+    (tmp / "used").mkdir()
+    (tmp / "used" / "x").write_text("")
+    assert main(["merge", str(a), str(a.parent / "nope"), "--out", str(tmp / "p3")]) == 2
+    assert "is not an experiment directory" in capsys.readouterr().err
+    assert main(["merge", str(a), str(a), "--out", str(tmp / "used")]) == 2
+    assert "already exists and is not empty" in capsys.readouterr().err
+
+
+def test_run_takes_other_seeds_and_a_narrowed_grid(tmp_path):
+    from islands.experiment.cli import prepare
+
+    yaml_file = Path(__file__).resolve().parents[1] / "experiments" / "islands-vs-one.yaml"
+    d = prepare(str(yaml_file), "laptop", str(tmp_path / "more"), "4010-4012",
+                ["arm=islands-4,one-x4", "env=Hopper-v4"])
+    meta = json.loads((d / names.EXPERIMENT_JSON).read_text())
+    assert meta["spec"]["seeds"] == [4010, 4011, 4012]
+    assert meta["spec"]["grid"] == {"env": ["Hopper-v4"], "arm": ["islands-4", "one-x4"]}
+    assert [t["label"] for t in meta["trials"][:2]] == [
+        "env=Hopper-v4 arm=islands-4 seed=4010", "env=Hopper-v4 arm=islands-4 seed=4011"]
+    assert len(meta["trials"]) == 6 and meta["spec"]["arms"]["one-x4"]["popsize_scale"] == 4
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--only", "arm=islands-5"], "--only arm: 'islands-5' is not among its values"),
+    (["--only", "seed=1"], "--only 'seed=1': expected FIELD=V1,V2"),
+    (["--seeds", "9-3"], "--seeds must be a list of integers or a range"),
+])
+def test_bad_seeds_or_grid_values_exit_2_with_one_line(tmp_path, capsys, flags, message):
+    yaml_file = Path(__file__).resolve().parents[1] / "experiments" / "islands-vs-one.yaml"
+    out = tmp_path / "x"
+    assert main(["run", str(yaml_file), "--scale", "laptop", "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and not out.exists()
