@@ -25,7 +25,8 @@ def _part(tmp: Path, name: str, seeds: set[int], meta: dict, results: pd.DataFra
     d = tmp / name
     d.mkdir()
     part = {**meta, "spec": {**meta["spec"], "seeds": sorted(seeds)},
-            "trials": [t for t in meta["trials"] if t["seed"] in seeds]}
+            "trials": [t for t in meta["trials"] if t["seed"] in seeds],
+            "run_flags": ["--seeds", f"{min(seeds)}-{max(seeds)}"]}
     (d / names.EXPERIMENT_JSON).write_text(json.dumps(part))
     results[results["seed"].isin(seeds)].to_parquet(d / names.RESULTS, index=False)
     return d
@@ -57,6 +58,8 @@ def test_two_halves_merged_report_as_the_whole_study(halves, capsys):
     # every Kaplan-Meier median, interval, rate and test: the same as from the whole study
     assert _tables(pooled) == _tables((whole / names.REPORT_MD).read_text())
     assert "45 of 45 trials ran" in pooled and "merged from d1 = " in pooled
+    assert (f"run experiments/network-scaling.yaml --scale laptop --seeds 1003-1004 --out {b}"
+            in pooled and f"merge {a} {b} --out {tmp / 'pooled'}" in pooled)
     merged = json.loads((tmp / "pooled" / names.EXPERIMENT_JSON).read_text())
     assert merged["spec"]["seeds"] == meta["spec"]["seeds"]
     assert [s["dir"] for s in merged["sources"]] == [str(a), str(b)]
@@ -101,6 +104,8 @@ def test_run_takes_other_seeds_and_a_narrowed_grid(tmp_path):
     assert [t["label"] for t in meta["trials"][:2]] == [
         "env=Hopper-v4 arm=islands-4 seed=4010", "env=Hopper-v4 arm=islands-4 seed=4011"]
     assert len(meta["trials"]) == 6 and meta["spec"]["arms"]["one-x4"]["popsize_scale"] == 4
+    assert meta["run_flags"] == ["--seeds", "4010-4012", "--only", "arm=islands-4,one-x4",
+                                 "--only", "env=Hopper-v4"]  # the report's reproduce line
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -124,7 +124,9 @@ def prepare(file: str, scale: str | None, out: str | None, seeds: str | None = N
     exp_dir.mkdir(parents=True, exist_ok=True)
     from .provenance import record
 
-    meta = {"spec": spec.to_dict(), "provenance": record(spec.to_dict()),
+    flags = ([] if seeds is None else ["--seeds", seeds]) + [
+        x for item in only or [] for x in ("--only", item)]
+    meta = {"spec": spec.to_dict(), "provenance": record(spec.to_dict()), "run_flags": flags,
             "trials": [{"trial_id": t.trial_id, "label": t.label, "params": t.params,
                         "seed": t.seed} for t in trials(spec)]}
     (exp_dir / EXPERIMENT_JSON).write_text(json.dumps(meta, indent=2) + "\n")

@@ -95,7 +95,8 @@ def _merged_meta(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any
     for m in metas:
         cells.update({k: v for k, v in m["cell_configs"].items() if k not in cells})
     return {"spec": spec, "provenance": provenance, "trials": trials, "cell_configs": cells,
-            "sources": [{"dir": str(d), "scale": scale, "provenance": m.get("provenance")}
+            "sources": [{"dir": str(d), "scale": scale, "run_flags": m.get("run_flags") or [],
+                         "provenance": m.get("provenance")}
                         for d, m, scale in zip(dirs, metas, scales, strict=True)]}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,12 +315,15 @@ def config_appendix(ctx: Context) -> list[str]:
 
 def _reproduce(ctx: Context, source: str, scale: str) -> list[str]:
     """The commands that made these results: one run, or the runs a merge pooled."""
+    def run(scale: str, flags: list[str], out: str = "") -> str:
+        return " ".join(["python -m islands.experiment run", source,
+                         *(["--scale", scale] if scale else []), *map(shlex.quote, flags),
+                         *(["--out", out] if out else [])])
+
     parts = ctx.meta.get("sources") or []
     if not parts:
-        return [f"python -m islands.experiment run {source}" + (f" --scale {scale}" if scale
-                                                                else "")]
-    runs = [f"python -m islands.experiment run {source} --scale {p.get('scale')} --out {p['dir']}"
-            for p in parts]
+        return [run(scale, ctx.meta.get("run_flags") or [])]
+    runs = [run(p.get("scale") or "", p.get("run_flags") or [], p["dir"]) for p in parts]
     dirs = " ".join(p["dir"] for p in parts)
     return runs + [f"python -m islands.experiment merge {dirs} --out {ctx.exp_dir}"]
 
