@@ -119,3 +119,13 @@ def test_bad_seeds_or_grid_values_exit_2_with_one_line(tmp_path, capsys, flags, 
     assert main(["run", str(yaml_file), "--scale", "laptop", "--out", str(out), *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and not out.exists()
+
+
+def test_a_merged_copy_is_not_resumed(halves, capsys):
+    tmp, a, b, _, _ = halves
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "pooled")]) == 0
+    capsys.readouterr()
+    assert main(["resume", str(tmp / "pooled")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"islands.experiment: error: {tmp / 'pooled'} was merged from {a} and {b}: "
+                   "resume those, then merge again")

@@ -94,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             exp_dir = merge(args.dirs, args.out)
         else:
             exp_dir = existing(args.dir)
+            if args.command == "resume":
+                _resumable(exp_dir)
     except ExperimentError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
@@ -101,6 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         return _report(exp_dir)
     return _execute(exp_dir, args.command == "resume", args.address, args.dashboard == "on",
                     getattr(args, "max_concurrent", None), getattr(args, "wandb", None))
+
+
+def _resumable(exp_dir: Path) -> None:
+    """A merged copy has no trials of its own to continue: resume its sources."""
+    sources = json.loads((exp_dir / EXPERIMENT_JSON).read_text()).get("sources")
+    if sources:
+        dirs = " and ".join(str(s["dir"]) for s in sources)
+        raise ExperimentError(f"{exp_dir} was merged from {dirs}: resume those, then merge "
+                              "again")
 
 
 def _check_wandb() -> None:
