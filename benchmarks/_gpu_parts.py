@@ -110,6 +110,14 @@ QUICK = dataclasses.replace(  # a smoke run: every part at tiny sizes
               "--time-budget", "300"))
 
 
+def with_humanoid_budget(sizes: Sizes, seconds: float) -> Sizes:
+    """``sizes`` with the humanoid run's ``--time-budget`` set to ``seconds``."""
+    flags = list(sizes.humanoid)
+    at = flags.index("--time-budget") + 1
+    flags[at] = f"{seconds:g}"
+    return dataclasses.replace(sizes, humanoid=tuple(flags))
+
+
 class Skip(Exception):
     """A part (or row) that cannot run here; the message is the reason."""
 

@@ -122,6 +122,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "recorded as skipped")
     bench.add_seconds(ap, None, "soft time budget: parts that would start after it are "
                       "skipped (default: none)", old=("--budget-s",))
+    ap.add_argument("--humanoid-seconds", type=float, default=None, metavar="S",
+                    help="the humanoid run's time budget (default: 540 at full size), to fit "
+                    "the device time a session has left")
     args = ap.parse_args(argv)
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     bad = [p for p in args.parts if p not in PARTS]
@@ -130,8 +133,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error(f"--parts: {what}; parts: {', '.join(PARTS)}")
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: CUDA is not available on this machine")
-    if args.seconds is not None and not args.seconds > 0:
-        ap.error(f"--seconds must be > 0, got {args.seconds:g}")
+    for flag in ("seconds", "humanoid_seconds"):
+        v = getattr(args, flag)
+        if v is not None and not v > 0:
+            ap.error(f"--{flag.replace('_', '-')} must be > 0, got {v:g}")
     return args
 
 
@@ -156,6 +161,8 @@ def main(argv: list[str] | None = None) -> dict:
     device = torch.device(args.device)
     sizes = (parts.QUICK if args.quick
              else parts.FULL_CUDA if device.type == "cuda" else parts.FULL_CPU)
+    if args.humanoid_seconds is not None:
+        sizes = parts.with_humanoid_budget(sizes, args.humanoid_seconds)
     args.out = args.out.resolve()  # the island runs' children work in the repository root
     args.out.mkdir(parents=True, exist_ok=True)
     me = Path(__file__).resolve().relative_to(parts.ROOT).as_posix()

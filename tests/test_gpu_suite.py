@@ -113,3 +113,18 @@ def test_a_part_that_raises_is_recorded_and_the_suite_goes_on(tmp_path, monkeypa
                                         "elapsed_s": rec["parts"]["cartpole"]["elapsed_s"]}
     assert json.loads((tmp_path / "gpu.json").read_text()) == rec
     assert "failed" in (tmp_path / "gpu.md").read_text()
+
+
+def test_the_humanoid_budget_fits_the_device_time_left(tmp_path, capsys):
+    """In process, no Ray: --humanoid-seconds sets the humanoid run's --time-budget."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    rec = gpu_suite.main(["--device", "cpu", "--out", str(tmp_path), "--parts", "pytest_gpu",
+                          "--humanoid-seconds", "300"])
+    flags = rec["sizes"]["humanoid"]
+    assert flags[flags.index("--time-budget") + 1] == "300"
+    with pytest.raises(SystemExit) as e:
+        gpu_suite.parse_args(["--humanoid-seconds", "0"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("--humanoid-seconds must be > 0, got 0")
