@@ -88,8 +88,10 @@ def test_other_settings_or_a_used_directory_are_refused(halves, capsys):
     (tmp / "used" / "x").write_text("")
     assert main(["merge", str(a), str(a.parent / "nope"), "--out", str(tmp / "p3")]) == 2
     assert "is not an experiment directory" in capsys.readouterr().err
-    assert main(["merge", str(a), str(a), "--out", str(tmp / "used")]) == 2
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "used")]) == 2
     assert "already exists and is not empty" in capsys.readouterr().err
+    assert main(["merge", str(a), str(a), "--out", str(tmp / "p4")]) == 2
+    assert "at least two different experiment directories" in capsys.readouterr().err
 
 
 def test_run_takes_other_seeds_and_a_narrowed_grid(tmp_path):

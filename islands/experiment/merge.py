@@ -56,7 +56,7 @@ def _check_seeds(dirs: list[Path], tables: list[pd.DataFrame]) -> None:
     for d, t in zip(dirs, tables, strict=True):
         for config, seed in zip(t["config"], t["seed"], strict=True):
             key = (str(config), int(seed))
-            if key in seen and seen[key] != d:
+            if key in seen:  # each directory has one row per trial
                 raise ExperimentError(f"seed {seed} of {config} is in both {seen[key]} and {d}: "
                                       "a seed counted twice would narrow the intervals")
             seen[key] = d
@@ -109,8 +109,8 @@ def merge(dirs: list[str | os.PathLike], out: str | os.PathLike) -> Path:
     """Pool the experiment directories ``dirs`` into a kept copy at ``out`` (created; it
     must not hold anything yet); returns its path. ``report`` renders it."""
     paths, out = [Path(d) for d in dirs], Path(out)
-    if len(paths) < 2:
-        raise ExperimentError("merge needs at least two experiment directories")
+    if len({p.resolve() for p in paths}) < len(paths) or len(paths) < 2:
+        raise ExperimentError("merge needs at least two different experiment directories")
     for d in paths:
         if not (d / EXPERIMENT_JSON).is_file():
             raise ExperimentError(f"{d} is not an experiment directory (no {EXPERIMENT_JSON})")
