@@ -131,3 +131,21 @@ def test_a_merged_copy_is_not_resumed(halves, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"islands.experiment: error: {tmp / 'pooled'} was merged from {a} and {b}: "
                    "resume those, then merge again")
+
+
+def _set_arms(d: Path, arms: dict) -> None:
+    meta = json.loads((d / names.EXPERIMENT_JSON).read_text())
+    meta["spec"]["arms"] = arms
+    (d / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+
+
+def test_a_file_that_gained_an_arm_still_merges_but_a_redefined_arm_does_not(halves, capsys):
+    tmp, a, b, _, _ = halves
+    _set_arms(a, {"two": {"islands": 2}})
+    _set_arms(b, {"two": {"islands": 2}, "one": {"islands": 1}})  # gained "one"
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "pooled")]) == 0
+    merged = json.loads((tmp / "pooled" / names.EXPERIMENT_JSON).read_text())
+    assert merged["spec"]["arms"] == {"two": {"islands": 2}, "one": {"islands": 1}}
+    _set_arms(b, {"two": {"islands": 4}})
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "p2")]) == 2
+    assert "in arm 'two'" in capsys.readouterr().err and not (tmp / "p2").exists()

@@ -8,7 +8,8 @@ experiment: every Kaplan-Meier median, interval and test then uses all the runs.
 
 Pooling is refused (:class:`~islands.experiment.spec.ExperimentError`, one line) unless the
 directories ask the same question the same way: the same experiment name, report kind,
-``base`` launcher fields, arms and budget. Their grids and seeds may differ, but no
+``base`` launcher fields and budget, and the same fields for an arm both name (a file may
+gain arms later). Their grids and seeds may differ, but no
 configuration may have the same seed in two of them (a seed counted twice would narrow the
 intervals falsely). Trial ids get their directory's position as a prefix (``d1-t000``), and
 the merged ``experiment.json`` keeps each directory's provenance under ``sources``.
@@ -26,8 +27,9 @@ import pandas as pd
 from .names import CURVES, EXPERIMENT_JSON, RESULTS
 from .spec import ExperimentError
 
-# what must agree for runs to be pooled: everything that shapes a run except grid and seeds
-SAME = ("name", "report", "base", "arms", "budget")
+# what must agree for runs to be pooled: everything that shapes a run except grid, seeds and
+# arms (an arm both define must mean the same in both; a file may gain arms later)
+SAME = ("name", "report", "base", "budget")
 
 
 def _load(d: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
@@ -49,6 +51,12 @@ def _check_same(dirs: list[Path], metas: list[dict[str, Any]]) -> None:
                 raise ExperimentError(
                     f"{d} differs from {dirs[0]} in {key!r} ({meta['spec'].get(key)!r} "
                     f"against {first.get(key)!r}): only runs of one question pool")
+        arms, theirs = first.get("arms") or {}, meta["spec"].get("arms") or {}
+        for name in sorted(set(arms) & set(theirs)):
+            if arms[name] != theirs[name]:
+                raise ExperimentError(
+                    f"{d} differs from {dirs[0]} in arm {name!r} ({theirs[name]!r} against "
+                    f"{arms[name]!r}): only runs of one question pool")
 
 
 def _check_seeds(dirs: list[Path], tables: list[pd.DataFrame]) -> None:
@@ -81,6 +89,7 @@ def _union_grid(specs: list[dict[str, Any]]) -> dict[str, list]:
 def _merged_meta(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any]:
     spec = dict(metas[0]["spec"])
     spec["grid"] = _union_grid([m["spec"] for m in metas])
+    spec["arms"] = {k: v for m in metas for k, v in (m["spec"].get("arms") or {}).items()}
     spec["seeds"] = sorted({int(s) for m in metas for s in m["spec"].get("seeds") or []})
     scales = [str(m["spec"].get("scale") or "") for m in metas]
     spec["scale"] = "+".join(dict.fromkeys(scales))
