@@ -169,23 +169,26 @@ class _Reporter:
 
     def __call__(self, row: dict[str, Any], status) -> None:  # a messages.RunStatus
         now = time.monotonic()
-        if now - self.last < REPORT_EVERY_S:
+        best = float(status.hof["fitness"])
+        # nothing evaluated yet (-inf): Tune's TensorBoard logger would print "NaN or Inf
+        # found in input tensor" for it, so the first report waits for a finite best
+        if now - self.last < REPORT_EVERY_S or not math.isfinite(best):
             return
         self.last = now
-        tune.report({"generation": int(row["generation"]),
-                     "best_fitness": float(status.hof["fitness"]),
+        tune.report({"generation": int(row["generation"]), "best_fitness": best,
                      "total_evals": int(row.get("total_evals", 0)),
                      "total_env_steps": int(row.get("total_env_steps", 0)),
                      "wall_s": float(row["wall_s"]), "solved": False})
 
 
 def _final(s: dict[str, Any]) -> dict[str, Any]:
+    """The run's outcome for Tune; the test means only where a test ran (a NaN would print
+    "NaN or Inf found in input tensor" from Tune's TensorBoard logger)."""
+    tests = {k: float(s[k]) for k in ("test_mean", "confirmation_mean")
+             if s.get(k) is not None}
     return {"best_fitness": float(s["best_fitness"]), "total_evals": int(s["total_evals"]),
             "total_env_steps": int(s["total_env_steps"]), "wall_s": float(s["wall_s"]),
-            "solved": bool(s["solved"]), "final": True,
-            "test_mean": float("nan") if s.get("test_mean") is None else s["test_mean"],
-            "confirmation_mean": float("nan") if s.get("confirmation_mean") is None
-            else s["confirmation_mean"]}
+            "solved": bool(s["solved"]), "final": True, **tests}
 
 
 # ---- users' own sweeps ---------------------------------------------------------------------
