@@ -149,3 +149,15 @@ def test_a_file_that_gained_an_arm_still_merges_but_a_redefined_arm_does_not(hal
     _set_arms(b, {"two": {"islands": 4}})
     assert main(["merge", str(a), str(b), "--out", str(tmp / "p2")]) == 2
     assert "in arm 'two'" in capsys.readouterr().err and not (tmp / "p2").exists()
+
+
+def test_only_runs_an_arm_of_the_file_that_no_grid_lists(tmp_path):
+    from islands.experiment.cli import prepare
+
+    yaml_file = Path(__file__).resolve().parents[1] / "experiments" / "islands-vs-one.yaml"
+    d = prepare(str(yaml_file), "laptop", str(tmp_path / "base"), "4000-4001",
+                ["arm=one-x1", "env=Hopper-v4"])
+    meta = json.loads((d / names.EXPERIMENT_JSON).read_text())
+    assert [t["label"] for t in meta["trials"]] == [
+        "env=Hopper-v4 arm=one-x1 seed=4000", "env=Hopper-v4 arm=one-x1 seed=4001"]
+    assert meta["spec"]["arms"]["one-x1"] == {"islands": 1}

@@ -432,7 +432,8 @@ def test_islands_vs_one_runs_three_shapes_per_k_on_the_same_cores():
         shape, k = arm_shape(fields)
         shapes.setdefault(k, set()).add(shape)
         assert "cpus_per_island" not in fields  # the default share: every arm all the cores
-    assert shapes == {k: {"islands", "isolated", "one"} for k in (2, 4, 8)}
+    # three shapes per k, and one-x1 (the row's own popsize: the papers' baseline)
+    assert shapes == {1: {"one"}} | {k: {"islands", "isolated", "one"} for k in (2, 4, 8)}
     assert set(spec.grid["arm"]) == {a for a in spec.arms if a.endswith(("-2", "-4", "x2",
                                                                            "x4"))}
     assert spec.grid["env"] == ["LunarLander-v3", "Hopper-v4", "HalfCheetah-v4"]

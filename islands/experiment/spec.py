@@ -371,8 +371,9 @@ def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> Experi
     """``spec`` with other ``seeds`` (``run --seeds``: more seeds for the same question, to
     pool with ``merge``) and its grid narrowed to some values (``run --only
     FIELD=V1,V2``, values named as the report's cells name them: ``32-16`` for a hidden
-    [32, 16]); ExperimentError (one line) for a field not in the grid or a value not
-    among its values."""
+    [32, 16]; ``arm`` takes any of the file's ``arms:``, in the scale's grid or not, so a
+    baseline arm can run alone); ExperimentError (one line) for a field not in the grid or
+    a value not among its values."""
     path = spec.source or "<experiment>"
     new = {} if seeds is None else {"seeds": _seeds(path, "--seeds", seeds)}
     grid = dict(spec.grid)
@@ -381,7 +382,9 @@ def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> Experi
         if key not in grid or not values:
             raise _err(path, f"--only {item!r}: expected FIELD=V1,V2 with FIELD one of the "
                              f"grid's ({', '.join(grid) or 'none'})")
-        have = {str(param_value(v)): v for v in grid[key]}  # as the report names them
+        values_of = [*grid[key], *(a for a in spec.arms if a not in grid[key])] if key == ARM \
+            else grid[key]
+        have = {str(param_value(v)): v for v in values_of}  # as the report names them
         wanted = [v.strip() for v in values.split(",") if v.strip()]
         unknown = [v for v in wanted if v not in have]
         if unknown:
