@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "question, pooled with an earlier directory by merge")
     r.add_argument("--only", action="append", default=[], metavar="FIELD=V1,V2",
                    help="run only these values of a grid field (repeatable), e.g. --only "
-                   "arm=islands-4,one-x4 --only env=Hopper-v4")
+                   "arm=islands-4,one-x4 --only env=Hopper-v4; arm takes any of the file's "
+                   "arms, listed in a grid or not")
     r.add_argument("--max-concurrent", type=int, default=None, metavar="N",
                    help="trials at once at most (default: as many as can each have cores of "
                    "their own, since wall clock and throughput are measured: one at a time "
