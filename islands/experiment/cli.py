@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="pool directories of one experiment (more seeds) into "
                        "one kept copy and write its report")
     m.add_argument("dirs", nargs="+", metavar="dir", help="experiment directories of the same "
-                   "question (same name, report, base, arms, budget; other seeds)")
+                   "question (same name, report, base, budget and arms of the same name; other "
+                   "seeds)")
     m.add_argument("--out", required=True, help="the pooled copy (a new directory)")
     return p
 
@@ -108,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _resumable(exp_dir: Path) -> None:
     """A merged copy has no trials of its own to continue: resume its sources."""
-    sources = json.loads((exp_dir / EXPERIMENT_JSON).read_text()).get("sources")
+    from .collect import read_meta
+
+    sources = read_meta(exp_dir).get("sources")
     if sources:
         dirs = " and ".join(str(s["dir"]) for s in sources)
         raise ExperimentError(f"{exp_dir} was merged from {dirs}: resume those, then merge "
