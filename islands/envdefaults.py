@@ -17,7 +17,8 @@ Optional keys (where a row lacks one, the config's own default holds):
 ``episodes_cap`` (``--episodes-cap``: episodes per evaluation may double up to it, on noisy
 ranking probes or stagnation; never below the run's ``--episodes``; ``--episodes-cap 1``
 turns it off), ``restart_patience`` (``--restart-patience``, else
-``islands.island.restarts.DEFAULT_PATIENCE``) and ``strategy_options``.
+``islands.island.restarts.DEFAULT_PATIENCE``), ``strategy_options`` and ``islands`` (the
+shape measured best for the row, ``--islands``, else one island per CPU of the machine).
 
 ``sigma`` and ``strategy_options`` apply only to the islands that run the table's strategy:
 an island that runs another (``--strategy cmaes,openai-es``) uses that strategy's own

@@ -156,6 +156,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         hp_factors=spread_factors(STRATEGIES[strategy].TUNABLE, i, cfg.islands,
                                   cfg.hp_spread, cfg.seed),
         hp_travel=cfg.hp_spread != 1.0 and cfg.migrant_rule == "adopt",
+        hp_spread=float(cfg.hp_spread),
     )
 
 

@@ -1,7 +1,8 @@
 """``--hp-spread``: population-based training of a strategy's fixed settings across islands
 (islands/island/spread.py), without Ray. The settings spread over the islands as planned,
-an island that adopts a genome takes its sender's settings perturbed by PBT's 0.8 / 1.2,
-and what an island runs with survives its checkpoint and the coordinator's mailbox."""
+an island that adopts a genome takes its sender's settings perturbed by 1/1.2 or 1.2 within
+the spread's range, and what an island runs with survives its checkpoint and the
+coordinator's mailbox."""
 
 from __future__ import annotations
 
@@ -123,8 +124,11 @@ def test_an_island_starts_spread_and_takes_an_adopted_genomes_settings_perturbed
     a.accept([better])
     now = a.strategy.hyperparameters()
     assert a.counters.adopted == 1 and set(now) == {"sigma", "lr"}
-    assert now["sigma"] / 0.1 == pytest.approx(0.8) or now["sigma"] / 0.1 == pytest.approx(1.2)
-    assert now["lr"] / 0.05 == pytest.approx(0.8) or now["lr"] / 0.05 == pytest.approx(1.2)
+    for k, v in carried.items():  # perturbed either way, within [1/4, 4]x the table's
+        if k in now:
+            lo, hi = a.hp_limits[k]
+            assert now[k] in (pytest.approx(v / 1.2), pytest.approx(min(v * 1.2, hi)))
+            assert lo <= now[k] <= hi
     row = a.evolve(1).report
     assert (row.sigma, row.lr) == (now["sigma"], now["lr"])
     a.checkpoint()
@@ -132,6 +136,37 @@ def test_an_island_starts_spread_and_takes_an_adopted_genomes_settings_perturbed
     # a resumed island runs with the settings it had, not the ones it was planned with
     _, b = spread_island(tmp_path, load=True)
     assert b.restored_generation == 2 and b.strategy.hyperparameters() == now
+    b.close()
+
+
+def test_adopted_settings_walk_without_drift_and_never_leave_the_spreads_range(tmp_path):
+    spec, a = spread_island(tmp_path)
+    table = strategies.make("ars", a.dim).hyperparameters()
+    assert a.hp_limits == {k: pytest.approx((v / 4, v * 4)) for k, v in table.items()}
+    a.evolve(1)
+    # a sender far outside the range: the island takes its settings clipped into it
+    a.accept([Emigrants(np.full((1, a.dim), 0.3), np.array([a.adoption.reference + 1]), 0,
+                        hyperparameters={k: 100 * v for k, v in table.items()})])
+    assert a.strategy.hyperparameters() == pytest.approx({k: 4 * v for k, v in table.items()})
+    # many adoptions, each of the island's own settings: a walk that stays in the range,
+    # stepping by 1.2 either way (no drift: PBT's 0.8 / 1.2 shrank them by 2% each)
+    steps = []
+    for _ in range(200):
+        before = a.strategy.hyperparameters()
+        a.accept([Emigrants(np.full((1, a.dim), 0.3), np.array([a.adoption.reference + 1]),
+                            0, hyperparameters=before)])
+        after = a.strategy.hyperparameters()
+        for k, (lo, hi) in a.hp_limits.items():
+            assert lo * (1 - 1e-12) <= after[k] <= hi * (1 + 1e-12)
+            if lo * 1.2 < before[k] < hi / 1.2:
+                steps.append(math.log(after[k] / before[k]))
+    assert set(np.round(np.abs(steps), 9)) == {round(math.log(1.2), 9)}
+    assert abs(np.mean(steps)) < 0.05  # ~0 on average (PBT's perturbation: -0.02)
+    a.checkpoint()
+    a.close()
+    # the range is the plan's, not the state's: a resumed island walks in the same one
+    _, b = spread_island(tmp_path, load=True)
+    assert b.hp_limits == a.hp_limits and b.strategy.hyperparameters() == after
     b.close()
 
 

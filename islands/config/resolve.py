@@ -87,8 +87,8 @@ def _fill_env_defaults(c: Config) -> None:
     if span is not None:  # an elastic run starts small and grows to what the cluster holds
         c.islands = span[0] if c.islands is None else c.islands
         c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island
-    if c.islands is None:
-        c.islands = max(1, os.cpu_count() or 1)  # one island per CPU of this machine
+    if c.islands is None:  # the row's measured best shape, else one island per CPU
+        c.islands = int(row.get("islands") or max(1, os.cpu_count() or 1))
 
 
 def _derive(c: Config) -> None:

@@ -97,8 +97,8 @@ class Config:
         "task)", "optint", metavar="N")
     # ---- the islands --------------------------------------------------------------------
     islands: int | None = _opt(
-        None, "number of islands (default: len(island_specs), else one per CPU of this "
-        "machine)", "optint", metavar="N")
+        None, "number of islands (default: len(island_specs), else the env table's where its "
+        "row names one, else one per CPU of this machine)", "optint", metavar="N")
     strategy: str | None = _opt(
         None, f"strategy per island, comma list assigned round-robin ({_names(STRATEGIES)}); "
         "default: env table", metavar="NAMES")
@@ -158,7 +158,8 @@ class Config:
         1.0, "spread the strategy's fixed settings (ARS/OpenAI-ES sigma and lr, GA sigma) "
         "over the islands, log-evenly from 1/F to F times their value; with --migrant-rule "
         "adopt an island that adopts a genome takes its sender's settings too, perturbed by "
-        "0.8 or 1.2 (population-based training across islands; islands/island/spread.py). "
+        "1/1.2 or 1.2 and kept within that range (population-based training across "
+        "islands; islands/island/spread.py). "
         "1: every island the same", "float", metavar="F")
     max_episode_steps: int | None = _opt(
         None, "episode step limit during training; default: env table", "optint",

@@ -55,7 +55,7 @@ class Adoption(Hook):
         island.strategy.adopt(P[j], float(f[j]))
         settings = adopted_settings(island.strategy, carried,
                                     strategy_seed(island.run_seed, island.index),
-                                    island.counters.adopted)
+                                    island.counters.adopted, island.hp_limits)
         if settings:
             island.strategy.set_hyperparameters(settings)
         island.counters.adopted += 1

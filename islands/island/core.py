@@ -41,7 +41,7 @@ from .resampling import EpisodeSchedule, ResamplingHook
 from .restarts import Restarter, RestartHook, RestartSettings, Runs
 from .screen import screen
 from .spec import IslandSpec
-from .spread import make_spread
+from .spread import limits_of, make_spread
 
 log = logging.getLogger("islands.island")
 
@@ -70,6 +70,8 @@ class IslandCore(Checkpointing):
         make = functools.partial(make_spread, spec.hp_factors, spec.strategy, self.dim,
                                  **self._strategy_options())
         self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
+        # where adopted settings may walk (--hp-spread): from the settings as built, unspread
+        self.hp_limits = limits_of(self.strategy, spec.hp_factors, spec.hp_spread)
         self.restarter = Restarter(  # its sigma0 unspread: each run's build spreads it
             RestartSettings(spec.restart, spec.restart_patience),
             base_popsize=self.strategy.popsize,

@@ -52,8 +52,10 @@ class IslandSpec:
     x0: tuple[float, ...] | None = None
     # its strategy's fixed settings times these (--hp-spread: islands/island/spread.py)
     hp_factors: dict[str, float] = field(default_factory=dict)
-    # it takes an adopted migrant's settings, perturbed (--hp-spread with adopt)
+    # it takes an adopted migrant's settings, perturbed (--hp-spread with adopt), within
+    # [1/F, F] times the unspread value, F = hp_spread
     hp_travel: bool = False
+    hp_spread: float = 1.0
 
     def needs(self) -> dict[str, float]:
         """Ray resources of this island's actor (zero amounts left out)."""
