@@ -911,3 +911,12 @@ def test_islands_vs_one_says_when_only_the_log_rank_test_separates_the_shapes():
         "overlap, log-rank p = 0.0016).")
     same = arm("one", list(range(1000, 2000, 100)), [True] * 10)
     assert "no difference shown" in task_answer("X", pd.DataFrame([islands, same]))
+    # one island of the row's own size against the default's 2 islands: its own sentence
+    # (KM medians 1,400 and 2,400: the 5th of 10 events)
+    two = {**arm("islands", list(range(2000, 3000, 100)), [True] * 10), "k": 2}
+    row = {**arm("one", list(range(1000, 2000, 100)), [True] * 10), "k": 1}
+    text = task_answer("X", pd.DataFrame([islands, one, two, row]))
+    assert text.endswith("overlap, log-rank p = 0.0016). At the row's own size: 1 island used "
+                         "0.583x the episodes of 2 islands (fewer; intervals apart, log-rank "
+                         "p = 3e-06)."), text
+    assert "own size" not in task_answer("X", pd.DataFrame([islands, one, two]))

@@ -5,6 +5,8 @@ learning, is what is checked here."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,20 @@ def test_the_ars_rows_build_arss_own_strategy_settings():
                               **row["strategy_options"])
             assert (s.popsize, s.sigma, s.hp) == (
                 row["popsize"], row["sigma"], row["strategy_options"]), task
+
+
+def test_hoppers_row_runs_one_island_unless_told_and_other_rows_one_per_cpu():
+    """The env table's ``islands`` (the shape measured best for the row: Hopper's one
+    island, docs/results/env-table.md#mujoco-v4) fills ``--islands`` only when unset; a row
+    without one keeps one island per CPU, and the planned island gets every core."""
+    from islands.planning import plan_islands
+
+    hopper = resolve(parse_args(["--env", "Hopper-v4"]), check_env=False)
+    assert hopper.islands == MUJOCO["Hopper"]["islands"] == 1
+    (spec,) = plan_islands(hopper, [2.0])
+    assert spec.num_cpus == 2.0
+    assert resolve(parse_args(["--env", "Hopper-v4", "--islands", "3"]),
+                   check_env=False).islands == 3
+    cheetah = resolve(parse_args(["--env", "HalfCheetah-v4"]), check_env=False)
+    assert "islands" not in MUJOCO["HalfCheetah"]
+    assert cheetah.islands == max(1, os.cpu_count() or 1)

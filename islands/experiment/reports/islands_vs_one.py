@@ -108,7 +108,19 @@ def task_answer(env: str, t: pd.DataFrame) -> str:
             parts[-1] += f"; migration: {fmt(m['ratio'], 3)}x the isolated islands' episodes"
     if not parts:
         return f"**{env}.** Not enough arms yet to compare."
-    return f"**{env}: {_headline(found)}.** " + "; ".join(parts) + "."
+    return f"**{env}: {_headline(found)}.** " + "; ".join(parts) + "." + _own_size(t)
+
+
+def _own_size(t: pd.DataFrame) -> str:
+    """One island of the row's own popsize (k = 1, ARS's exact setup) against the row's
+    default shape of 2 islands, where both ran: whether the archipelago costs episodes
+    before it can help (docs/results/islands-vs-one/, section 10). "" otherwise."""
+    one = t[(t["k"] == 1) & (t["shape"] == "one")]
+    two = t[(t["k"] == 2) & (t["shape"] == "islands")]
+    if one.empty or two.empty:
+        return ""
+    c = compare(one.iloc[0], two.iloc[0])
+    return " At the row's own size: " + _verdict(c, "1 island", "2 islands") + "."
 
 
 def _headline(found: dict[str, list]) -> str:
