@@ -76,6 +76,34 @@ def test_a_seed_in_two_directories_is_refused(halves, capsys):
     assert "counted twice" in err and not (tmp / "pooled").exists()
 
 
+def test_a_rerun_replaces_the_cells_a_study_lost_or_never_ran(halves, capsys):
+    # the first part lost seed 1002's runs of one configuration (a crash before the first
+    # report, or never run); a rerun of them merges in their place, nothing counted twice
+    tmp, a, b, meta, results = halves
+    first = pd.read_parquet(a / names.RESULTS)
+    config = sorted(first["config"].unique())[0]
+    hit = (first["config"] == config) & (first["seed"] == 1002)
+    lost = first.copy()
+    lost.loc[hit, ["total_evals", "total_episodes", "wall_s", "evals_to_solve",
+                   "episodes_to_solve", "wall_to_solve"]] = float("nan")
+    lost.loc[hit, ["status", "solved"]] = ["crashed", False]
+    lost.loc[(first["config"] == config) & (first["seed"] == 1001), "status"] = "missing"
+    lost.to_parquet(a / names.RESULTS, index=False)
+    rerun = tmp / "rerun"
+    rerun.mkdir()
+    (rerun / names.EXPERIMENT_JSON).write_text((a / names.EXPERIMENT_JSON).read_text())
+    again = results[(results["config"] == config) & results["seed"].isin([1001, 1002])]
+    again.to_parquet(rerun / names.RESULTS, index=False)
+    assert main(["merge", str(a), str(b), str(rerun), "--out", str(tmp / "pooled")]) == 0
+    rows = pd.read_parquet(tmp / "pooled" / names.RESULTS)
+    assert len(rows) == len(results)  # the two placeholders gave way to the two reruns
+    mine = rows[(rows["config"] == config) & rows["seed"].isin([1001, 1002])]
+    assert mine["trial"].str.startswith("d3-").all() and (mine["status"] != "missing").all()
+    # ... and without the rerun the placeholders stay, one row per cell and seed
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "kept")]) == 0
+    assert len(pd.read_parquet(tmp / "kept" / names.RESULTS)) == len(results)
+
+
 def test_other_settings_or_a_used_directory_are_refused(halves, capsys):
     tmp, a, b, _, _ = halves
     other = json.loads((b / names.EXPERIMENT_JSON).read_text())

@@ -11,7 +11,10 @@ directories ask the same question the same way: the same experiment name, report
 ``base`` launcher fields and budget, and the same fields for an arm both name (a file may
 gain arms later). Their grids and seeds may differ, but no
 configuration may have the same seed in two of them (a seed counted twice would narrow the
-intervals falsely). Trial ids get their directory's position as a prefix (``d1-t000``), and
+intervals falsely). A placeholder -- a cell not run yet, or a run that failed before its
+first report and so left no count -- does not hold its seed: a run of that (configuration,
+seed) in another directory replaces it (the rerun of a study's lost trials). Trial ids get
+their directory's position as a prefix (``d1-t000``), and
 the merged ``experiment.json`` keeps each directory's provenance under ``sources``.
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from .cells import FAILED, USED
 from .names import CURVES, EXPERIMENT_JSON, RESULTS
 from .spec import ExperimentError
 
@@ -59,9 +63,17 @@ def _check_same(dirs: list[Path], metas: list[dict[str, Any]]) -> None:
                     f"{arms[name]!r}): only runs of one question pool")
 
 
+def _placeholders(t: pd.DataFrame) -> pd.Series:
+    """Rows that hold no run's count: not run yet ("missing"), or failed before the first
+    report (no episodes, evaluations or seconds used: the report's "no count")."""
+    lost = t[[used for used, _, _ in USED]].isna().any(axis=1)
+    return (t["status"] == "missing") | (t["status"].isin(FAILED) & lost)
+
+
 def _check_seeds(dirs: list[Path], tables: list[pd.DataFrame]) -> None:
     seen: dict[tuple[str, int], Path] = {}
     for d, t in zip(dirs, tables, strict=True):
+        t = t[~_placeholders(t)]
         for config, seed in zip(t["config"], t["seed"], strict=True):
             key = (str(config), int(seed))
             if key in seen:  # each directory has one row per trial
@@ -109,6 +121,16 @@ def _merged_meta(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any
                         for d, m, scale in zip(dirs, metas, scales, strict=True)]}
 
 
+def _without_replaced(results: pd.DataFrame) -> pd.DataFrame:
+    """The pooled rows less each placeholder whose (configuration, seed) another row holds:
+    a counted run, or an earlier placeholder (one row per cell and seed)."""
+    key = results["config"].astype(str) + "\0" + results["seed"].astype(int).astype(str)
+    held = _placeholders(results)
+    counted = set(key[~held])
+    drop = held & (key.isin(counted) | key.duplicated())
+    return results[~drop].reset_index(drop=True)
+
+
 def _seed_span(seeds: list) -> str:
     s = sorted(int(x) for x in seeds)
     return f"{s[0]}-{s[-1]}" if s and s == list(range(s[0], s[-1] + 1)) else str(s)
@@ -129,8 +151,8 @@ def merge(dirs: list[str | os.PathLike], out: str | os.PathLike) -> Path:
     metas = [m for m, _, _ in loaded]
     _check_same(paths, metas)
     _check_seeds(paths, [r for _, r, _ in loaded])
-    results = pd.concat([_prefixed(r, k) for k, (_, r, _) in enumerate(loaded, 1)],
-                        ignore_index=True)
+    results = _without_replaced(pd.concat(
+        [_prefixed(r, k) for k, (_, r, _) in enumerate(loaded, 1)], ignore_index=True))
     curves = pd.concat([_prefixed(c, k) for k, (_, _, c) in enumerate(loaded, 1)],
                        ignore_index=True)
     out.mkdir(parents=True, exist_ok=True)
