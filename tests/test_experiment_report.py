@@ -570,6 +570,13 @@ def test_provenance_is_stated_and_a_moved_env_table_warned(tmp_path, generic_exp
     err = capsys.readouterr().err
     assert ("warning: the environment table changed since these runs: LunarLander-v3 "
             f"popsize: 7 then, {popsize} now") in err
+    # a setting every arm fixes never took the table's value: its change is no drift
+    meta["spec"] = dict(meta.get("spec") or {}, arms={"a": {"popsize": 4}, "b": {"popsize": 8}})
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    assert "changed since" not in write_report(exp).read_text()
+    meta["spec"]["arms"]["b"] = {"islands": 1}
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    assert "LunarLander-v3 popsize: 7 then" in write_report(exp).read_text()
 
 
 @pytest.mark.parametrize("fixture,runs,images", [

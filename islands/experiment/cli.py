@@ -200,7 +200,9 @@ def _report(exp_dir: Path) -> int:
     results = load(exp_dir)[1] if kept(exp_dir) else write_results(exp_dir)[0]
     path = write_report(exp_dir)
     print(f"{PROG}: {len(ran(results))} runs; report: {path}")
-    changes = table_changes((read_meta(exp_dir).get("provenance") or {}).get("env_table") or {})
+    meta = read_meta(exp_dir)
+    changes = table_changes((meta.get("provenance") or {}).get("env_table") or {},
+                            meta.get("spec"))
     if changes:
         print(f"{PROG}: warning: the environment table changed since these runs: "
               + "; ".join(changes), file=sys.stderr)

@@ -6,7 +6,8 @@ machine (CPUs, memory, GPUs, or why they could not be queried), the versions of 
 Ray, torch, EnvPool, Gymnasium, numpy and scipy, and the environment table's row of every
 environment the experiment uses.
 :func:`table_changes` compares that row with today's table, so that a report rendered after
-the table moved says its runs used other defaults than a rerun would.
+the table moved says its runs used other defaults than a rerun would (a setting every arm
+fixes is no such default).
 """
 
 from __future__ import annotations
@@ -125,12 +126,23 @@ def record(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def table_changes(recorded: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per environment-table value that differs today from the recorded row."""
+def set_by_every_arm(spec: dict[str, Any]) -> set[str]:
+    """Settings the spec fixes in every run (its base, every arm, a grid axis): the table's
+    value of these never reached a run, so a change of it is no drift."""
+    arms = [set(a) for a in (spec.get("arms") or {}).values()]
+    axes = set(spec.get("grid") or {}) - {"env", "arm"}
+    return set(spec.get("base") or {}) | axes | (set.intersection(*arms) if arms else set())
+
+
+def table_changes(recorded: dict[str, dict[str, Any]],
+                  spec: dict[str, Any] | None = None) -> list[str]:
+    """One line per environment-table value that differs today from the recorded row,
+    leaving out the settings ``spec`` fixes in every run (:func:`set_by_every_arm`)."""
     now = env_table(list(recorded))
+    fixed = set_by_every_arm(spec or {})
     lines = []
     for env, row in recorded.items():
-        for key in sorted(set(row) | set(now[env])):
+        for key in sorted((set(row) | set(now[env])) - fixed):
             if row.get(key) != now[env].get(key):
                 lines.append(f"{env} {key}: {row.get(key)!r} then, {now[env].get(key)!r} now")
     return lines
