@@ -8,8 +8,9 @@ and the median seconds and episodes per second where the runs had the machine to
 themselves (k islands are k processes; one island steps its envs on EnvPool threads beside
 one main thread, so the two shapes need not use the same cores equally). Then, per k, the
 archipelago against the one population: the ratio of medians and whether their intervals
-overlap (the issue's bar: "fewer episodes, intervals that do not overlap"), and a log-rank
-p-value; one sentence per task answers "do islands help here, and by how much".
+overlap (the issue's bar: "fewer episodes, intervals that do not overlap"), a log-rank
+p-value and, seed by seed, which shape solved first (a sign test); one sentence per task
+answers "do islands help here, and by how much".
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pandas as pd
 
 from ..cells import cell_stats, ran
 from ..figures import km_curves
-from ..stats import KM, kaplan_meier, logrank, overlap
+from ..stats import KM, Paired, kaplan_meier, logrank, overlap, paired
 from .common import Context, fmt, footnotes, km_cell, md_table, wall_cell
 
 SHAPES = ("islands", "isolated", "one")  # in the order the table lists them
@@ -73,7 +74,20 @@ def compare(a: pd.Series, b: pd.Series) -> dict[str, Any]:
     p = logrank(ra["episodes_used"], ra["solved"], rb["episodes_used"], rb["solved"])
     ratio = ka.median / kb.median if kb.median and math.isfinite(kb.median) else math.nan
     apart = not overlap((ka.low, ka.high), (kb.low, kb.high))
-    return {"ratio": ratio, "apart": apart, "p": p}
+    return {"ratio": ratio, "apart": apart, "p": p, "paired": _paired(ra, rb)}
+
+
+def _paired(ra: pd.DataFrame, rb: pd.DataFrame) -> Paired | None:
+    """Seed by seed on the seeds both arms ran (``stats.paired``); None without seeds."""
+    if "seed" not in ra or "seed" not in rb:
+        return None
+    a, b = ra.set_index("seed"), rb.set_index("seed")
+    seeds = sorted(set(a.index) & set(b.index))
+    if not seeds:
+        return None
+    a, b = a.loc[seeds], b.loc[seeds]
+    return paired(a["episodes_used"], a["solved"].astype(bool),
+                  b["episodes_used"], b["solved"].astype(bool))
 
 
 def _verdict(c: dict[str, Any], a: str, b: str) -> str:
@@ -81,8 +95,12 @@ def _verdict(c: dict[str, Any], a: str, b: str) -> str:
         return f"{a} vs {b}: no median to compare"
     side = "fewer" if c["ratio"] < 1 else "more"
     how = ("intervals apart" if c["apart"] else "intervals overlap")
+    pair = c.get("paired")
+    seeds = "" if pair is None or not pair.pairs else (
+        f"; first on {pair.a_first} of {pair.pairs} seeds, behind on {pair.b_first}, sign "
+        f"test p = {fmt(pair.sign_p, 2)}")
     return (f"{a} used {fmt(c['ratio'], 3)}x the episodes of {b} ({side}; {how}, log-rank "
-            f"p = {fmt(c['p'], 2)})")
+            f"p = {fmt(c['p'], 2)}{seeds})")
 
 
 def task_answer(env: str, t: pd.DataFrame) -> str:
