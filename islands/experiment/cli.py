@@ -200,9 +200,7 @@ def _report(exp_dir: Path) -> int:
     results = load(exp_dir)[1] if kept(exp_dir) else write_results(exp_dir)[0]
     path = write_report(exp_dir)
     print(f"{PROG}: {len(ran(results))} runs; report: {path}")
-    meta = read_meta(exp_dir)
-    changes = table_changes((meta.get("provenance") or {}).get("env_table") or {},
-                            meta.get("spec"))
+    changes = table_changes(read_meta(exp_dir))
     if changes:
         print(f"{PROG}: warning: the environment table changed since these runs: "
               + "; ".join(changes), file=sys.stderr)

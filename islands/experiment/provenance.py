@@ -134,12 +134,13 @@ def set_by_every_arm(spec: dict[str, Any]) -> set[str]:
     return set(spec.get("base") or {}) | axes | (set.intersection(*arms) if arms else set())
 
 
-def table_changes(recorded: dict[str, dict[str, Any]],
-                  spec: dict[str, Any] | None = None) -> list[str]:
-    """One line per environment-table value that differs today from the recorded row,
-    leaving out the settings ``spec`` fixes in every run (:func:`set_by_every_arm`)."""
+def table_changes(meta: dict[str, Any]) -> list[str]:
+    """One line per environment-table value that differs today from the row recorded in an
+    experiment's ``meta`` (experiment.json), leaving out the settings its spec fixes in
+    every run (:func:`set_by_every_arm`)."""
+    recorded = (meta.get("provenance") or {}).get("env_table") or {}
     now = env_table(list(recorded))
-    fixed = set_by_every_arm(spec or {})
+    fixed = set_by_every_arm(meta.get("spec") or {})
     lines = []
     for env, row in recorded.items():
         for key in sorted((set(row) | set(now[env])) - fixed):

@@ -171,7 +171,7 @@ def provenance_lines(ctx: Context) -> list[str]:
                  "runs are the commit above)")
     if p.get("note"):
         lines.append(f"- note: {p['note']}")
-    changes = table_changes(p.get("env_table") or {}, ctx.meta.get("spec"))
+    changes = table_changes(ctx.meta)
     if changes:
         lines += ["", "**Warning: the environment table changed since these runs** (a rerun "
                   "would use other defaults): " + "; ".join(changes) + "."]

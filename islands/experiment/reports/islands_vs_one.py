@@ -96,7 +96,7 @@ def _verdict(c: dict[str, Any], a: str, b: str) -> str:
     side = "fewer" if c["ratio"] < 1 else "more"
     how = ("intervals apart" if c["apart"] else "intervals overlap")
     pair = c.get("paired")
-    seeds = "" if pair is None or not pair.pairs else (
+    seeds = "" if pair is None else (
         f"; first on {pair.a_first} of {pair.pairs} seeds, behind on {pair.b_first}, sign "
         f"test p = {fmt(pair.sign_p, 2)}")
     return (f"{a} used {fmt(c['ratio'], 3)}x the episodes of {b} ({side}; {how}, log-rank "
