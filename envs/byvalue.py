@@ -14,6 +14,7 @@ string is plain text: it reaches every node of a cluster with the config and sta
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib
 import keyword
@@ -87,6 +88,7 @@ def pack(objects: dict[str, Any], env_module: str | None = None) -> str:
     return PREFIX + base64.b64encode(raw).decode("ascii")
 
 
+@functools.lru_cache(maxsize=16)
 def _load(packed: str) -> dict[str, Any]:
     import pickle
 
@@ -99,6 +101,19 @@ def _load(packed: str) -> dict[str, Any]:
     if not isinstance(payload, dict) or "objects" not in payload:
         raise ValueError(f"env_module {PREFIX}...: not a payload islands packed")
     return payload
+
+
+def names(packed: str) -> list[str]:
+    """The names of the objects ``packed`` holds, in order."""
+    return list(_load(packed)["objects"])
+
+
+def load_one(packed: str) -> tuple[str, Any]:
+    """Install ``packed`` (:func:`install`) and return its one object with its name
+    (a user's objective travels alone)."""
+    install(packed)
+    name = names(packed)[0]
+    return name, getattr(sys.modules[MODULE], name)
 
 
 def install(packed: str) -> None:

@@ -26,10 +26,9 @@ def make_evaluator(env_id: str, backend: str = "auto", **kwargs: Any) -> Evaluat
         from .synthetic import SyntheticEvaluator
 
         return SyntheticEvaluator(env_id, **kwargs)
-    if backend == "problem":
-        from .problem import ProblemEvaluator
-
-        return ProblemEvaluator.from_env(env_id, kwargs.get("env_kwargs"))
+    if backend == "problem":  # a user's function: EvalSpec(objective=...).build()
+        raise ValueError(f"{env_id}: a user's objective is built from its Objective "
+                         "(envs/objective.py), not from an env id")
     if backend == "gymnasium":
         from .gym_evaluator import GymnasiumEvaluator
 

@@ -1,8 +1,9 @@
 """A user's own objective as an evaluator: ``f`` over genomes instead of an environment.
 
-``f`` is a Python callable, or ``"package.module:function"`` imported in the process that
-evaluates (an island's). It takes either the whole population, a ``(P, D)`` float64 numpy
-array, and returns ``P`` values, or one genome, a ``(D,)`` array, and returns one number:
+``f`` is a Python callable, or what an :class:`envs.objective.Objective` names (imported or
+unpickled in the process that evaluates, an island's or the tester's). It takes either the
+whole population, a ``(P, D)`` float64 numpy array, and returns ``P`` values, or one genome,
+a ``(D,)`` array, and returns one number:
 :class:`ProblemEvaluator` calls it on the population first and falls back to one call per
 genome when that call raises or does not return ``P`` values (as pycma's ``fmin2`` takes a
 per-solution function and evosax / EvoTorch a batched one). ``minimize`` turns a cost into
@@ -11,11 +12,15 @@ clipped into the box before ``f`` sees them (the strategies themselves are unbou
 A value that is not finite (NaN, inf) makes that genome's fitness ``-inf``, as a broken
 episode does for an environment. The "policy" is the genome itself
 (:class:`envs.synthetic.Genome`), started uniformly in ``bounds`` or in ``[-3, 3]^D``.
+
+An evaluation of ``episodes`` "episodes" is that many calls of ``f`` for a ``noisy``
+function (averaged, as an env's episodes are), and one call whose value stands for all of
+them for a deterministic one: a second call would return the same, so a test or a
+confirmation of a deterministic function costs one call and has no spread.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,48 +28,9 @@ from typing import Any
 import numpy as np
 
 from .base import EvalResult, Evaluator, check_seed
+from .objective import PREFIX, Objective, load_function
+from .objective import ObjectiveError as ProblemError
 from .synthetic import Genome, genome_rows
-
-
-class ProblemError(ValueError):
-    """A target that does not import, is not callable, or returns the wrong shape."""
-
-
-def load_target(target: str | Callable) -> Callable:
-    """``target`` itself when callable, else the function ``"package.module:function"``
-    names; ProblemError (one line) otherwise."""
-    if callable(target):
-        return target
-    module, sep, attr = str(target).partition(":")
-    if not sep or not module or not attr:
-        raise ProblemError(f"problem {target!r}: expected package.module:function")
-    try:
-        fn = importlib.import_module(module)
-        for part in attr.split("."):
-            fn = getattr(fn, part)
-    except (ImportError, AttributeError) as e:
-        raise ProblemError(f"problem {target!r} cannot be imported: {e}") from None
-    if not callable(fn):
-        raise ProblemError(f"problem {target!r} is not callable ({type(fn).__name__})")
-    return fn
-
-
-PREFIX = "problem:"
-KWARGS = ("dim", "minimize", "bounds")
-
-
-def problem_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """The evaluator's arguments from an env id ``problem:package.module:function`` and its
-    ``env_kwargs`` (``dim`` required; ``minimize``, ``bounds``); ProblemError otherwise."""
-    kw = dict(env_kwargs or {})
-    unknown = sorted(set(kw) - set(KWARGS))
-    if unknown:
-        raise ProblemError(f"env {env_id!r}: unknown env_kwargs key {unknown[0]!r} "
-                           f"(known: {', '.join(KWARGS)})")
-    if kw.get("dim") is None:
-        raise ProblemError(f"env {env_id!r}: a user's objective needs its dimension "
-                           "(--dim D, or env_kwargs dim)")
-    return {"target": str(env_id)[len(PREFIX):], **kw}
 
 
 class BoxGenome(Genome):
@@ -87,29 +53,32 @@ class ProblemEvaluator(Evaluator):
     obs_stats = None
 
     def __init__(self, target: str | Callable, dim: int, *, minimize: bool = False,
-                 bounds: tuple[float, float] | None = None, **_: Any) -> None:
+                 bounds: tuple[float, float] | None = None, noisy: bool = False,
+                 episodes: int = 1, **_: Any) -> None:
         if int(dim) < 1:
             raise ProblemError(f"problem dimension must be at least 1, got {dim}")
+        if int(episodes) < 1:
+            raise ProblemError(f"episodes must be >= 1, got {episodes}")
         if bounds is not None:
             low, high = (float(b) for b in bounds)
             if not low < high:
                 raise ProblemError(f"problem bounds must be (low, high) with low < high, "
                                    f"got {tuple(bounds)}")
             bounds = (low, high)
-        self.fn, self.target = load_target(target), target
+        self.fn, self.target = load_function(target), target
         self.name = getattr(self.fn, "__name__", "problem")
-        self.env_id, self.episodes = f"problem:{self.name}", 1
+        self.env_id, self.episodes = f"{PREFIX}{self.name}", int(episodes)
         self.sign = -1.0 if minimize else 1.0
-        self.bounds = bounds
+        self.bounds, self.noisy = bounds, bool(noisy)
         self.policy = BoxGenome(int(dim), bounds)
         self.batched: bool | None = None  # decided on the first call
 
     @classmethod
-    def from_env(cls, env_id: str, env_kwargs: dict[str, Any] | None) -> ProblemEvaluator:
-        """Built as the other backends are, from an env id and ``env_kwargs``."""
-        kw = problem_kwargs(env_id, env_kwargs)
-        ev = cls(kw.pop("target"), **kw)
-        ev.env_id = str(env_id)
+    def from_objective(cls, obj: Objective, episodes: int = 1) -> ProblemEvaluator:
+        """The evaluator of a run's objective (what ``EvalSpec.build`` makes)."""
+        ev = cls(obj.source, obj.dim, minimize=obj.minimize, bounds=obj.bounds,
+                 noisy=obj.noisy, episodes=episodes)
+        ev.env_id = obj.env_id
         return ev
 
     def values(self, X: np.ndarray) -> np.ndarray:
@@ -143,13 +112,18 @@ class ProblemEvaluator(Evaluator):
         X = genome_rows(params, self.num_params, self.env_id)
         if self.bounds is not None:
             X = np.clip(X, *self.bounds)
-        value = self.sign * self.values(X)
-        broken = ~np.isfinite(value)
-        fitness = np.where(broken, -np.inf, value)
-        P = len(X)
-        return EvalResult(fitness=fitness, returns=fitness[:, None].copy(),
-                          lengths=np.ones((P, 1), np.int64), env_steps=P, frames=P,
-                          broken=broken, wall_s=time.perf_counter() - t0)
+        P, E = len(X), self.episodes
+        if self.noisy:  # one call per episode, each its own draw of the function's noise
+            R = np.stack([self.sign * self.values(X) for _ in range(E)], axis=1)
+        else:  # the same value E times over: one call
+            R = np.repeat((self.sign * self.values(X))[:, None], E, axis=1)
+        broken = ~np.isfinite(R).all(1)
+        fitness = np.where(broken, -np.inf, R.mean(1))
+        R = np.where(np.isfinite(R), R, -np.inf)
+        calls = P * (E if self.noisy else 1)
+        return EvalResult(fitness=fitness, returns=R, lengths=np.ones((P, E), np.int64),
+                          env_steps=calls, frames=calls, broken=broken,
+                          wall_s=time.perf_counter() - t0)
 
     def set_obs_stats(self, state_dict) -> None:
         if state_dict is not None:

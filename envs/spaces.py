@@ -34,7 +34,7 @@ from .torch_registry import torch_envs
 # "auto" picks EnvPool when it has the id, else Gymnasium, else the torch-native backend;
 # synthetic ids (rastrigin:D) have a backend of their own (envs/synthetic.py)
 BACKENDS = ("auto", "envpool", "gymnasium", "torch", "synthetic", "problem")
-PROBLEM_PREFIX = "problem:"  # problem:package.module:function, a user's objective
+PROBLEM_PREFIX = "problem:"  # problem:<name>: a user's objective (envs/objective.py)
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,7 @@ def pick_backend(env_id: str, backend: str = "auto", env_module: str | None = No
     if str(env_id).startswith(PROBLEM_PREFIX) or backend == "problem":
         if backend not in ("auto", "problem") or not str(env_id).startswith(PROBLEM_PREFIX):
             raise ValueError(f"{env_id!r} and the {backend} backend do not go together: "
-                             f"a user's objective is {PROBLEM_PREFIX}package.module:function "
-                             "on the problem backend")
+                             "a user's objective (--problem) runs on the problem backend")
         return "problem"
     if parse_synthetic(env_id) is not None or backend == "synthetic":
         if backend not in ("auto", "synthetic") or parse_synthetic(env_id) is None:
@@ -238,12 +237,10 @@ def env_spaces(
     once and closed."""
     backend = pick_backend(env_id, backend, env_module)
     if backend == "synthetic":  # no observations; the genome is the action
-        dim = parse_synthetic(env_id)[1]
-        return (0,), ActionSpec.from_space(_box(dim))
-    if backend == "problem":  # the same, its dimension from env_kwargs
-        from .problem import problem_kwargs
-
-        return (0,), ActionSpec.from_space(_box(problem_kwargs(env_id, env_kwargs)["dim"]))
+        return genome_spaces(parse_synthetic(env_id)[1])
+    if backend == "problem":
+        raise ValueError(f"{env_id}: a user's objective has no env; its spaces come from its "
+                         "Objective (EvalSpec.spaces)")
     if backend == "torch":  # built as TorchEvaluator builds it
         env = torch_envs()[env_id](num_envs=1, device="cpu", max_episode_steps=None,
                                    **(env_kwargs or {}))
@@ -276,6 +273,12 @@ def is_image(obs_shape: tuple[int, ...]) -> bool:
 
 def float_obs(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def genome_spaces(dim: int) -> tuple[tuple[int, ...], ActionSpec]:
+    """The spaces of a task whose "policy" is the genome itself: no observations, ``dim``
+    unbounded actions."""
+    return (0,), ActionSpec.from_space(_box(dim))
 
 
 def _box(dim: int):

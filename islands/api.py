@@ -8,11 +8,13 @@ already initialized in this process (then it uses that one as it is), the island
 checkpoints, the run directory. It returns a :class:`Result`. Bad input raises
 :class:`~islands.config.ConfigError` with a one-line message before anything starts.
 
-``problem=`` (a function of a population or of one genome) and ``env=`` (a Gymnasium env
-class) take Python objects: by name when the islands' processes can import them, else by
-value (a notebook's, ``__main__``'s, a lambda: envs/byvalue.py). In a notebook the progress
-is one table redrawn in place; ``quiet=True`` prints nothing. Runs can follow each other in
-one process. The launcher is a thin layer over :func:`prepare` and :func:`execute`.
+``problem=`` (a function of a population or of one genome: envs/objective.py) and ``env=``
+(a Gymnasium env class) take Python objects: by name when the islands' processes can import
+them, else by value (a notebook's, ``__main__``'s, a lambda: envs/byvalue.py). With
+``minimize=True`` the function is a cost and ``target=`` a cost to get down to. In a
+notebook the progress is one table redrawn in place; ``quiet=True`` prints nothing. Runs can
+follow each other in one process. The launcher is a thin layer over :func:`prepare` and
+:func:`execute`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,25 @@ class Result:
     @property
     def best_fitness(self) -> float:
         return float(self.summary["best_fitness"])
+
+    @property
+    def best_value(self) -> float:
+        """The best genome's value in the objective's own scale: a user's function's (the
+        cost, with ``minimize=True``), else the fitness (``best_fitness``)."""
+        obj = self.summary.get("objective")
+        return float(obj["best"]) if obj else self.best_fitness
+
+    @property
+    def episodes_to_solve(self) -> int | None:
+        """Training episodes (a function's evaluations) summed over the islands when the
+        solution was found; None for an unsolved run."""
+        return self.summary.get("episodes_to_solve")
+
+    @property
+    def time_to_solve(self) -> float | None:
+        """Seconds from the start of evolution to the report that found the solution
+        (``wall_to_solve``); None for an unsolved run."""
+        return self.summary.get("wall_to_solve")
 
     @property
     def stop_reason(self) -> str:
@@ -105,24 +126,30 @@ def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any)
 
 
 def _by_name_or_value(options: dict[str, Any]) -> dict[str, Any]:
-    """``problem=f`` / ``env=SomeEnv`` (callables) -> the names the config holds:
-    ``module:qualname`` for one the islands' processes can import, else (a lambda, a
-    closure, anything of ``__main__``, a notebook cell or a module found only through
-    this process's ``sys.path`` edits) ``islands_user:NAME`` with the
-    object to pickle by value (returned: name -> object; envs/byvalue.py)."""
+    """``problem=f`` / ``env=SomeEnv`` (callables) -> what the config holds. A function
+    becomes its objective's source (``module:qualname`` or ``byvalue:...``:
+    envs/objective.py ``source_of``, the one place that decides). An env class the islands'
+    processes can import becomes ``module:qualname``; any other (a notebook cell's,
+    ``__main__``'s, one found only through this process's ``sys.path`` edits) becomes
+    ``islands_user:NAME``, with the class returned (name -> object) to pickle by value into
+    ``env_module`` (envs/byvalue.py)."""
     from envs import byvalue
+    from envs.objective import ObjectiveError, source_of
 
+    if callable(options.get("problem")):
+        try:
+            options["problem"] = source_of(options["problem"])
+        except ObjectiveError as e:
+            raise ConfigError(str(e)) from None
     packed: dict[str, Any] = {}
-    for key in ("problem", "env"):
-        obj = options.get(key)
-        if not callable(obj):
-            continue
+    obj = options.get("env")
+    if callable(obj):
         if byvalue.importable_elsewhere(obj):
-            options[key] = f"{obj.__module__}:{obj.__qualname__}"
+            options["env"] = f"{obj.__module__}:{obj.__qualname__}"
         else:
             name = byvalue.safe_name(obj)
             packed[name] = obj
-            options[key] = f"{byvalue.MODULE}:{name}"
+            options["env"] = f"{byvalue.MODULE}:{name}"
     return packed
 
 

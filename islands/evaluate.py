@@ -14,6 +14,7 @@ meets none of the run's episodes. Each seed expands into independent 31-bit epis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -49,21 +50,51 @@ def _episodes(spec: EvalSpec, params, obs_stats, seeds: list[int], num_threads: 
     chunk = total if chunk is None else int(chunk)
     x = np.array(params, dtype=np.float64)[None, :]  # a copy: store arrays are read-only
     returns, lengths, steps = [], [], 0
-    for seed in seeds:
-        ev = spec.replace(episodes=min(chunk, total - len(returns))).build(
-            num_threads=num_threads, device="cpu")
-        try:
-            if obs_stats is not None and ev.obs_stats is not None:
-                ev.set_obs_stats(obs_stats)
-            res = ev.evaluate(x, seed=int(seed))
-        finally:
-            ev.close()
-        returns += [float(v) for v in np.asarray(res.returns)[0]]
-        lengths += [float(v) for v in np.asarray(res.lengths)[0]]
-        steps += int(res.env_steps)
-        if len(returns) >= total or (target is not None and _clearly_below(returns, target)):
-            break
+    with _torch_threads(spec, num_threads):
+        for seed in seeds:
+            r, ln, st = _chunk(spec.replace(episodes=min(chunk, total - len(returns))), x,
+                               obs_stats, int(seed), num_threads)
+            returns, lengths, steps = returns + r, lengths + ln, steps + st
+            if len(returns) >= total or (target is not None
+                                         and _clearly_below(returns, target)):
+                break
     return np.array(returns), np.array(lengths), steps
+
+
+def _chunk(spec: EvalSpec, x: np.ndarray, obs_stats, seed: int, num_threads: int
+           ) -> tuple[list[float], list[float], int]:
+    """One evaluator's episodes of genome ``x`` from evaluation seed ``seed``."""
+    ev = spec.build(num_threads=num_threads, device="cpu")
+    try:
+        if obs_stats is not None and ev.obs_stats is not None:
+            ev.set_obs_stats(obs_stats)
+        res = ev.evaluate(x, seed=seed)
+    finally:
+        ev.close()
+    return ([float(v) for v in np.asarray(res.returns)[0]],
+            [float(v) for v in np.asarray(res.lengths)[0]], int(res.env_steps))
+
+
+@contextlib.contextmanager
+def _torch_threads(spec: EvalSpec, n: int):
+    """Torch's intra-op threads at ``n`` (as many as the env's) while a test runs, and the
+    caller's own setting back after: torch's default threads beside EnvPool's contend for
+    the same cores (docs/results/eval-throughput.md), and a notebook's torch keeps its
+    setting. A genome's backend (a function, a synthetic id) has no policy: torch is left
+    alone, not even imported."""
+    from envs.synthetic import parse_synthetic
+
+    if spec.objective is not None or parse_synthetic(spec.env_id) is not None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(n)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _clearly_below(returns: list[float], target: float) -> bool:

@@ -23,7 +23,9 @@ from .signals import SIGNALS
 
 PROG = "islands.launch"
 SUMMARY_KEYS = ("env", "solved", "best_fitness", "test_mean", "confirmation_mean", "test_std",
-                "test_episodes", "wall_s", "total_evals", "total_env_steps", "stop_reason")
+                "test_episodes", "wall_s", "wall_to_solve", "episodes_to_solve", "total_evals",
+                "total_env_steps", "stop_reason")
+OBJECTIVE_KEYS = ("function", "minimize", "target", "best", "test", "confirmation")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"run_dir": out, "stop_reason": "interrupted",
                           "best_fitness": summary["best_fitness"]}))
         return 128 + SIGNALS.received
-    print(json.dumps({"run_dir": out, **{k: summary[k] for k in SUMMARY_KEYS}}))
+    line = {"run_dir": out, **{k: summary[k] for k in SUMMARY_KEYS}}
+    if summary.get("objective"):  # a user's function: the figures in its own scale too
+        line["objective"] = {k: summary["objective"][k] for k in OBJECTIVE_KEYS}
+    print(json.dumps(line))
     return 0
 
 

@@ -140,7 +140,7 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         slowdown_s=float(s.get("slowdown_s", 0.0)),
         emigrants=max(1, cfg.migrants),
         # candidates are judged on their own returns, so a reward shift never moves it
-        candidate_threshold=None if cfg.target is None else float(cfg.target),
+        candidate_threshold=cfg.fitness_target,
         confirm_episodes=int(cfg.confirm_episodes),
         candidate_kinds=CANDIDATE_SETS[cfg.candidates],
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)

@@ -199,6 +199,23 @@ def _elastic(v: Any) -> Any:
     return f"{lo_n}:{hi_n}"
 
 
+def _bounds(v: Any) -> Any:
+    """``LOW,HIGH``, ``[low, high]`` or ``(low, high)`` -> ``[low, high]`` (checked after);
+    none: unset."""
+    if _is_none(v):
+        return None
+    parts = str(v).replace(" ", "").split(",") if isinstance(v, str) else v
+    if not isinstance(parts, (list, tuple)) or len(parts) != 2:
+        _expected("LOW,HIGH")
+    return list(parts)
+
+
+def _low_below_high(b: list[float]) -> list[float]:
+    if not b[0] < b[1]:
+        _problem("needs LOW < HIGH", got=True)
+    return b
+
+
 # ---- the kinds ----------------------------------------------------------------------------
 def _unset(v: Any) -> Any:
     return None if _is_none(v) else v
@@ -233,6 +250,8 @@ KINDS: dict[str, tuple[Any, str | None]] = {
     "hidden": (Annotated[list[Int] | None, _or_none(_positive_sizes), BeforeValidator(_layers),
                          _AUTO], "comma-separated layer sizes like 64,64, or linear"),
     "edges": (Annotated[str | None, BeforeValidator(_edges)], None),
+    "bounds": (Annotated[list[Float] | None, _or_none(_low_below_high),
+                         BeforeValidator(_bounds)], "LOW,HIGH"),
     "elastic": (Annotated[str | None, BeforeValidator(_elastic)], None),
     "resources": (Annotated[dict[str, Float], Strict(), BeforeValidator(_resources)], None),
 }

@@ -16,7 +16,8 @@ import os
 from ..envdefaults import GENERIC, env_defaults
 from ..island.restarts import DEFAULT_PATIENCE
 from .checks import check
-from .schema import Config, ConfigError
+from .fieldtypes import coerce
+from .schema import DETERMINISTIC_TESTS, NOISY_TESTS, Config, ConfigError, flag
 
 # Fields the environment table fills when the user leaves them unset.
 _TABLE_FIELDS = ("strategy", "policy", "popsize", "episodes", "max_episode_steps", "obs_norm",
@@ -29,11 +30,12 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
     c = dataclasses.replace(cfg)
     _import_env_module(c.env_module)
     _problem_env(c)
-    if check_env:
+    if check_env and c.problem is None:
         check_env_id(c.env, c.backend, c.env_module)
     _fill_env_defaults(c)
+    _fill_test_defaults(c)
     check(c)
-    if check_env:
+    if check_env and c.problem is None:
         obs_shape = observation_shape(c.env, c.backend, c.env_kwargs, c.env_module)
         if c.policy == "cnn" and len(obs_shape) != 3:
             raise ConfigError(f"--policy cnn needs image observations (C, H, W) but {c.env} "
@@ -42,24 +44,62 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
     return c
 
 
-def _problem_env(c: Config) -> None:
-    """``--problem T --dim D [--minimize]`` -> env ``problem:T`` with ``dim``/``minimize`` in
-    its env_kwargs (envs/problem.py); the target must import here (one line otherwise)."""
-    if c.problem is None:
-        if c.dim is not None or c.minimize:
-            raise ConfigError("--dim and --minimize go with --problem")
-        return
-    from envs.problem import PREFIX, ProblemError, load_target
+_PROBLEM_ONLY = ("dim", "minimize", "noisy", "bounds")
 
+
+def _problem_env(c: Config) -> None:
+    """``--problem T --dim D [--minimize] [--noisy] [--bounds L,H]`` -> the run's
+    :class:`~envs.objective.Objective` (``c.objective()``), checked here (its function
+    must import or unpickle: one line otherwise); the env id becomes its name,
+    ``problem:<name>``. Earlier forms are read too: the env id ``problem:T`` with ``dim``,
+    ``minimize`` and ``bounds`` in ``env_kwargs`` (a config.yaml of an earlier run)."""
+    from envs.objective import PREFIX, ObjectiveError
+
+    kw = dict(c.env_kwargs or {})
+    if c.problem is None and str(c.env).startswith(PREFIX):
+        c.problem = str(c.env)[len(PREFIX):]
+    if c.problem is None:
+        given = [flag(f) for f in _PROBLEM_ONLY if getattr(c, f) not in (None, False)]
+        if given:
+            raise ConfigError(f"--dim, --minimize, --noisy and --bounds go with --problem "
+                              f"(got {given[0]})")
+        return
+    for k in _PROBLEM_ONLY:  # the earlier form's env_kwargs
+        if k in kw and getattr(c, k) in (None, False):
+            setattr(c, k, coerce(k, kw[k]))
+        kw.pop(k, None)
+    if kw:
+        raise ConfigError(f"--problem takes no --env-kwargs (got {sorted(kw)[0]!r}); its "
+                          "settings are --dim, --minimize, --noisy and --bounds")
     if c.dim is None or int(c.dim) < 1:
         raise ConfigError(f"--problem needs --dim, the genome's length (at least 1), "
                           f"got {c.dim}")
     try:
-        load_target(c.problem)
-    except ProblemError as e:
+        obj = c.objective()
+        obj.function()
+    except ObjectiveError as e:
         raise ConfigError(f"--problem: {e}") from None
-    c.env = PREFIX + str(c.problem)
-    c.env_kwargs = {**(c.env_kwargs or {}), "dim": int(c.dim), "minimize": bool(c.minimize)}
+    c.env, c.env_kwargs = obj.env_id, {}
+
+
+def deterministic(c: Config) -> bool:
+    """Whether the run's objective gives one genome the same value every time: a user's
+    function not marked ``--noisy``, or a synthetic id without ``noise``."""
+    from envs.synthetic import parse_synthetic
+
+    if c.problem is not None:
+        return not c.noisy
+    return parse_synthetic(c.env) is not None and not float(
+        (c.env_kwargs or {}).get("noise", 0) or 0)
+
+
+def _fill_test_defaults(c: Config) -> None:
+    """How candidates are tested, where the user left it unset: by one evaluation of the
+    best sample for a deterministic objective, else as for an env (schema.NOISY_TESTS)."""
+    tests = DETERMINISTIC_TESTS if deterministic(c) else NOISY_TESTS
+    for k, v in tests.items():
+        if getattr(c, k) is None:
+            setattr(c, k, v)
 
 
 def _fill_env_defaults(c: Config) -> None:

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.objective import FITNESS, Objective, Scale
 from envs.spaces import BACKENDS
 from envs.spec import EvalSpec
 from policies import POLICIES
@@ -22,6 +23,13 @@ from ..island.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
 from ..strategies import STRATEGIES
 
 DEVICES = ("auto", "cpu", "cuda")
+# How candidates are tested when the user leaves it unset (config/resolve.py): an env or a
+# noisy function as issue 42 chose (docs/results/confirmation.md); a deterministic function
+# (a user's, or a noiseless synthetic id) by one evaluation of its best sample, whose value
+# a second evaluation would only repeat.
+NOISY_TESTS = {"confirm_episodes": 10, "test_episodes": 100, "candidates": "center"}
+DETERMINISTIC_TESTS = {"confirm_episodes": 0, "test_episodes": 1, "candidates": "sample",
+                       "retest_episodes": 0}
 # Keys an entry of ``island_specs`` may set (all optional).
 ISLAND_SPEC_KEYS = (
     "strategy", "popsize", "sigma", "options", "episodes", "num_cpus", "num_gpus",
@@ -65,33 +73,51 @@ class Config:
                             metavar="JSON")
     problem: str | None = _opt(
         None, "your own objective instead of an env: package.module:function of a (P, D) "
-        "population or of one (D,) genome, maximized (--minimize: minimized); sets --env "
-        "problem:TARGET; needs --dim", metavar="MODULE:FUNCTION")
+        "population or of one (D,) genome; needs --dim. Its values are maximized, or with "
+        "--minimize minimized (a cost); --target, the summary, the live table and "
+        "TensorBoard then speak the function's own values: the cost, not minus the cost",
+        metavar="MODULE:FUNCTION")
     dim: int | None = _opt(None, "the dimension of --problem's genomes", "optint",
                            metavar="D")
-    minimize: bool = _opt(False, "--problem's function is a cost to minimize", "bool")
+    minimize: bool = _opt(False, "--problem's function is a cost to minimize (--target: the "
+                          "cost to get down to)", "bool")
+    noisy: bool = _opt(
+        False, "--problem's function is random: a candidate's test and confirmation average "
+        "--test-episodes and --retest-episodes calls, as an env's episodes (default: "
+        "deterministic, a candidate reaching the target is tested by one call)", "bool")
+    bounds: list | None = _opt(
+        None, "--problem's box LOW,HIGH: genomes are clipped into it before the function "
+        "sees them, and start uniformly inside it", "bounds", metavar="LOW,HIGH")
     backend: str = _opt(
         "auto", f"evaluator: {_names(b for b in BACKENDS if b != 'auto')}, or auto (EnvPool "
         "if it has the env)", choices=tuple(BACKENDS))
     target: Any = _opt(
-        "auto", "stop when the best genome's test mean reaches this; auto: the env table's "
-        "solved score, none: never", "target", metavar="F|auto|none")
-    confirm_episodes: int = _opt(
-        10, "fresh training episodes on which an island re-evaluates a genome whose training "
-        "fitness reached the target, before it offers it for a test (0: offer it on its "
-        "training fitness)", "int", metavar="N")
-    test_episodes: int = _opt(100, "episodes of the test that validates a candidate (and the "
-                              "final test), on seeds disjoint from training", "int", metavar="N")
-    candidates: str = _opt(
-        "center", "which genomes an island offers for a test once a sample reaches the "
+        "auto", "stop when the best genome's test mean reaches this (with --minimize: a "
+        "cost at or below it); auto: the env table's solved score, none: never", "target",
+        metavar="F|auto|none")
+    confirm_episodes: int | None = _opt(
+        None, "fresh training episodes on which an island re-evaluates a genome whose "
+        "training fitness reached the target, before it offers it for a test (0: offer it on "
+        f"its training fitness); default: {DETERMINISTIC_TESTS['confirm_episodes']} for a "
+        f"deterministic function, else {NOISY_TESTS['confirm_episodes']}", "optint",
+        metavar="N")
+    test_episodes: int | None = _opt(
+        None, "episodes of the test that validates a candidate (and the final test), on seeds "
+        f"disjoint from training; default: {DETERMINISTIC_TESTS['test_episodes']} for a "
+        f"deterministic function, else {NOISY_TESTS['test_episodes']}", "optint",
+        metavar="N")
+    candidates: str | None = _opt(
+        None, "which genomes an island offers for a test once a sample reaches the "
         "target: its search center (distribution mean, GA elite), its best sample, or both in "
-        f"turn: {' / '.join(CANDIDATE_SETS)}", choices=tuple(CANDIDATE_SETS),
-        metavar="KINDS")
+        f"turn: {' / '.join(CANDIDATE_SETS)}; default: {DETERMINISTIC_TESTS['candidates']} "
+        f"for a deterministic function (its value is exact), else {NOISY_TESTS['candidates']}",
+        choices=tuple(CANDIDATE_SETS), metavar="KINDS")
     retest_episodes: int | None = _opt(
         None, "episodes of the confirmation: a genome whose test reached the target is tested "
         "once more on fresh episodes, and the run is solved only when that reaches the target "
         "too; an unsolved run's chosen genome gets one at the end (0: none, the selecting "
-        "test decides; default: as many as --test-episodes)", "optint", metavar="N")
+        "test decides; default: 0 for a deterministic function, else as many as "
+        "--test-episodes)", "optint", metavar="N")
     test_max_episode_steps: int | None = _opt(
         None, "episode limit of the test; default: the environment's own limit (the standard "
         "task)", "optint", metavar="N")
@@ -309,7 +335,34 @@ class Config:
             policy_options=policy_options(self), episodes=self.episodes,
             max_episode_steps=self.max_episode_steps, obs_norm=bool(self.obs_norm),
             env_kwargs=dict(self.env_kwargs) or None, env_module=self.env_module,
+            objective=self.objective(),
         )
+
+    def objective(self) -> Objective | None:
+        """The user's objective ``--problem`` and its settings make (None for an env); one
+        line ObjectiveError for settings that do not fit."""
+        if self.problem is None:
+            return None
+        return Objective(self.problem, self.dim or 0, bool(self.minimize),
+                         None if self.bounds is None else tuple(self.bounds),
+                         bool(self.noisy),
+                         self.target if isinstance(self.target, (int, float)) else None)
+
+    @property
+    def scale(self) -> Scale:
+        """How the run shows its values: a user's function in its own scale (the cost, not
+        minus the cost), an env's fitness as it is."""
+        obj = self.objective()
+        return FITNESS if obj is None else obj.scale
+
+    @property
+    def fitness_target(self) -> float | None:
+        """The target on the fitness the strategies maximize, with which candidates and
+        tests are compared: ``-target`` for a cost (``--minimize``), else ``target``."""
+        if not isinstance(self.target, (int, float)):
+            return None
+        obj = self.objective()
+        return float(self.target) if obj is None else obj.fitness_target
 
     def test_spec(self) -> EvalSpec:
         """What a test evaluates on: ``test_episodes`` episodes, the test step limit."""

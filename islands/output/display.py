@@ -18,6 +18,8 @@ import sys
 import time
 from typing import Any
 
+from envs.objective import FITNESS, Scale
+
 from ..messages import RunStatus
 from ..planning import IslandSpec
 
@@ -25,7 +27,8 @@ from ..planning import IslandSpec
 def _fmt(x: float) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    return f"{x:.1f}" if abs(x) < 1e5 else f"{x:.3g}"
+    # a function's cost near its optimum (1e-6) is not "0.0"
+    return f"{x:.1f}" if 0.1 <= abs(x) < 1e5 or x == 0 else f"{x:.3g}"
 
 
 NOTEBOOK_REDRAW_S = 1.0  # a notebook's table redraws at most this often
@@ -43,8 +46,11 @@ def _in_notebook(stream) -> bool:
 
 class Display:
     def __init__(self, plan: list[IslandSpec], env: str, quiet: bool = False,
-                 log_interval: float = 5.0, stream=None) -> None:
+                 log_interval: float = 5.0, stream=None, scale: Scale = FITNESS) -> None:
         self.stream = stream or sys.stdout
+        # values shown in the user's scale: a function's cost, not minus the cost
+        self.scale = scale
+        self.best_word = "best" if scale.sign > 0 else f"best {scale.word}"
         self.mode = "off" if quiet else ("live" if self.stream.isatty() else
                                           "notebook" if _in_notebook(self.stream) else "log")
         self.env = env
@@ -105,7 +111,7 @@ class Display:
         tests = status.tests
         for t in tests[self._n_tests:]:
             self.message(f"test of island {t['island']} gen {t['generation']}: mean "
-                         f"{t['mean']:.1f} over {t['episodes']} episodes")
+                         f"{self._v(t['mean'])} over {t['episodes']} episodes")
         self._n_tests = len(tests)
         now = time.monotonic()
         if now - self._last_log >= self.log_interval:
@@ -141,19 +147,24 @@ class Display:
         """The log lines, and the latest test (which the terminal table's title shows)."""
         tests = self.status.tests
         last = [f"last test: island {tests[-1]['island']} gen {tests[-1]['generation']}, mean "
-                f"{_fmt(tests[-1]['mean'])} over {tests[-1]['episodes']} episodes"] if tests else []
+                f"{self._v(tests[-1]['mean'])} over {tests[-1]['episodes']} episodes"
+                ] if tests else []
         return "\n".join(self.lines() + last)
 
     def _global_best(self) -> float:
         return max((r["best_so_far"] for r in self.rows.values()), default=-math.inf)
 
+    def _v(self, fitness: float | None) -> str:
+        """A fitness in the user's scale, formatted."""
+        return _fmt(self.scale.user(fitness))
+
     def lines(self) -> list[str]:
         t = self.status.elapsed
-        out = [f"[{t:7.1f}s] {self.env} global best {_fmt(self._global_best())}"]
+        out = [f"[{t:7.1f}s] {self.env} global {self.best_word} {self._v(self._global_best())}"]
         for i, r in sorted(self.rows.items()):
             out.append(
                 f"[{t:7.1f}s]   island {i:2d} {r['strategy']:9s} gen {r['generation']:5d} "
-                f"best {_fmt(r['best_so_far']):>8s} mean {_fmt(r['fitness_mean']):>8s} "
+                f"best {self._v(r['best_so_far']):>8s} mean {self._v(r['fitness_mean']):>8s} "
                 f"evals/s {r['evals_per_s']:7.1f} immigrants {r['immigrants']} "
                 f"restarts {r['restarts']} ep/eval {r['episodes_per_eval']}")
         return out
@@ -171,20 +182,22 @@ class Display:
 
         t = self.status.elapsed
         tests = self.status.get("tests") or []
-        last = (f" | last test {_fmt(tests[-1]['mean'])} (island {tests[-1]['island']})"
+        last = (f" | last test {self._v(tests[-1]['mean'])} (island {tests[-1]['island']})"
                 if tests else "")
         target = self.status.get("target")
-        tgt = f" / target {_fmt(target)}" if target is not None else ""
+        tgt = f" / target {self._v(target)}" if target is not None else ""
         events = self.status.get("elastic") or []
         live = f" | {events[-1]['live']} islands live" if events else ""
-        table = Table(title=f"{self.env}  {t:.0f}s  global best {_fmt(self._global_best())}"
+        table = Table(title=f"{self.env}  {t:.0f}s  global {self.best_word} "
+                      f"{self._v(self._global_best())}"
                       f"{tgt}{last}{live}")
         for col in ("island", "strategy", "generation", "best", "mean", "evals/s",
                     "immigrants", "restarts", "ep/eval"):
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for i, r in sorted(self.rows.items()):
-            table.add_row(str(i), r["strategy"], str(r["generation"]), _fmt(r["best_so_far"]),
-                          _fmt(r["fitness_mean"]), f"{r['evals_per_s']:.0f}",
+            table.add_row(str(i), r["strategy"], str(r["generation"]),
+                          self._v(r["best_so_far"]), self._v(r["fitness_mean"]),
+                          f"{r['evals_per_s']:.0f}",
                           str(r["immigrants"]), str(r["restarts"]),
                           str(r["episodes_per_eval"]))
         return table

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from envs.objective import FITNESS, Scale
+
 from ..messages import IslandReport
 from ..persistence import plainstate
 from ..persistence.solution import SOLUTION_FORMAT
@@ -111,19 +113,22 @@ class RunDir:
         self._atomic_text("solution.json", json.dumps(_jsonable(readable), indent=2) + "\n")
 
     def plot(self, rows: list[dict[str, Any]], title: str = "",
-             tests: list[dict[str, Any]] | None = None, target: float | None = None) -> None:
-        plot_fitness(rows, self.file("fitness.png"), title, tests, target)
+             tests: list[dict[str, Any]] | None = None, target: float | None = None,
+             scale: Scale = FITNESS) -> None:
+        plot_fitness(rows, self.file("fitness.png"), title, tests, target, scale)
 
 
 def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "",
-                 tests: list[dict[str, Any]] | None = None, target: float | None = None
-                 ) -> None:
+                 tests: list[dict[str, Any]] | None = None, target: float | None = None,
+                 scale: Scale = FITNESS) -> None:
     """Each island's population mean fitness against wall-clock seconds, every test
     (selecting: circles; confirmation: diamonds; filled when it reached the target) and the
     target. Not the best training fitness so far: that is the maximum of many noisy
     evaluations on a few episodes, and on LunarLander it sat at 240 while the genomes it
-    named tested at 183-190 on fresh episodes (issue 42). Drawn on a ``Figure`` of its own,
-    not through pyplot: a notebook that runs islands keeps its inline backend."""
+    named tested at 183-190 on fresh episodes (issue 42). ``target`` and the curves in
+    ``scale``: a user's function's own values (a cost: minus the fitness). Drawn on a
+    ``Figure`` of its own, not through pyplot: a notebook that runs islands keeps its inline
+    backend."""
     from matplotlib.figure import Figure
 
     by_island: dict[int, list[dict[str, Any]]] = {}
@@ -137,11 +142,12 @@ def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "",
     if spread:
         _plot_settings(axes[1, 0], by_island)
     for i, rs in sorted(by_island.items()):
-        ax.plot([r["wall_s"] for r in rs], [r.get("fitness_mean", np.nan) for r in rs],
+        ax.plot([r["wall_s"] for r in rs],
+                [scale.user(r.get("fitness_mean", np.nan)) for r in rs],
                 lw=1, alpha=0.8, label=f"island {i} ({rs[0]['strategy']}): population mean")
-    _plot_tests(ax, tests or [], target)
+    _plot_tests(ax, tests or [], target, scale)
     axes[-1, 0].set_xlabel("wall-clock time (s)")
-    ax.set_ylabel("return")
+    ax.set_ylabel("return" if scale == FITNESS else scale.word)
     ax.set_title(title or "fitness")
     ax.grid(alpha=0.3)
     if len(by_island) <= 16:
@@ -172,7 +178,8 @@ def _plot_settings(ax, by_island: dict[int, list[dict[str, Any]]]) -> None:
         ax.legend(fontsize=7, loc="upper right", ncol=2)
 
 
-def _plot_tests(ax, tests: list[dict[str, Any]], target: float | None) -> None:
+def _plot_tests(ax, tests: list[dict[str, Any]], target: float | None,
+                scale: Scale = FITNESS) -> None:
     """Tests as markers at the time they finished; the target as a dashed line."""
     if target is not None:
         ax.axhline(float(target), color="black", ls="--", lw=1, label=f"target {target:g}")
@@ -182,7 +189,8 @@ def _plot_tests(ax, tests: list[dict[str, Any]], target: float | None) -> None:
         if not ts:
             continue
         passed = [bool(t.get("passed")) for t in ts]
-        ax.scatter([t["wall_s"] for t in ts], [t["mean"] for t in ts], marker=marker, s=36,
+        ax.scatter([t["wall_s"] for t in ts], [scale.user(t["mean"]) for t in ts],
+                   marker=marker, s=36,
                    zorder=3, edgecolors=color, linewidths=1.5,
                    facecolors=[color if p else "none" for p in passed],
                    label=f"{role} tests ({sum(passed)} of {len(ts)} reached the target)")

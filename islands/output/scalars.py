@@ -16,6 +16,8 @@ import numbers
 from pathlib import Path
 from typing import Any
 
+from envs.objective import FITNESS, Scale
+
 from ..messages import RunStatus
 
 TB_DIR = "tb"
@@ -33,9 +35,10 @@ class ScalarLog:
     """Writes each island report as scalars; ``close()`` flushes everything."""
 
     def __init__(self, run_dir: str | Path, islands: int, tensorboard: bool = True,
-                 wandb_project: str | None = None, config: dict[str, Any] | None = None
-                 ) -> None:
+                 wandb_project: str | None = None, config: dict[str, Any] | None = None,
+                 scale: Scale = FITNESS) -> None:
         self.writers: dict[str, Any] = {}
+        self.scale = scale  # a user's function: its own values under its own word
         self.root = Path(run_dir) / TB_DIR if tensorboard else None
         if tensorboard:
             names = [f"island-{i:02d}" for i in range(islands)] + ["archipelago"]
@@ -59,7 +62,8 @@ class ScalarLog:
     def log(self, row: dict[str, Any], status: RunStatus) -> None:
         """One island report (a metrics.parquet row) and the archipelago's state after it."""
         step = self.step = int(row.get("total_env_steps", 0))
-        island = {tag: row[key] for key, tag in ISLAND_TAGS.items() if _finite(row.get(key))}
+        island = dict(self._user(tag, row[key]) for key, tag in ISLAND_TAGS.items()
+                      if _finite(row.get(key)))
         arch = {"fitness/best": status.hof["fitness"],
                 "budget/total_evals": row.get("total_evals"),
                 "budget/total_episodes": row.get("total_episodes"),
@@ -68,7 +72,7 @@ class ScalarLog:
         if len(tests) > self.tests_seen:  # a candidate test finished since the last report
             self.tests_seen = len(tests)
             arch["test/mean"] = tests[-1].get("mean")
-        arch = {k: v for k, v in arch.items() if _finite(v)}
+        arch = dict(self._user(k, v) for k, v in arch.items() if _finite(v))
         name = f"island-{int(row['island']):02d}"
         if self.writers and name not in self.writers:  # joined an elastic run
             self.writers[name] = self._writer(name)
@@ -88,12 +92,25 @@ class ScalarLog:
         final = {"test/final_mean": (test or {}).get("mean"),
                  "test/confirmation_mean": (retest or {}).get("mean"),
                  "test/solved": float(solved)}
-        final = {k: v for k, v in final.items() if _finite(v)}
+        final = dict(self._user(k, v) for k, v in final.items() if _finite(v))
         for tag, v in final.items() if self.writers else ():
             self.writers["archipelago"].add_scalar(tag, float(v), self.step)
         if self.wandb is not None:
             self.wandb.log({"env_steps": self.step,
                             **{f"archipelago/{k}": v for k, v in final.items()}})
+
+    def _user(self, tag: str, v: float) -> tuple[str, float]:
+        """``tag`` and ``v`` in the user's scale: for a cost, ``fitness/max`` (of minus the
+        cost) becomes ``cost/min``, a test's mean its cost; an env's stay as they are."""
+        if self.scale == FITNESS:
+            return tag, v
+        head, _, tail = tag.partition("/")
+        if head == "fitness":
+            tail = self.scale.best if tail == "max" else tail
+            return f"{self.scale.word}/{tail}", self.scale.user(v)
+        if head == "test" and tail.endswith("mean"):
+            return tag, self.scale.user(v)
+        return tag, v
 
     def close(self) -> None:
         for w in self.writers.values():

@@ -88,7 +88,24 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "errors": list(result.errors),
         # --elastic: the range, islands joined / retired / moved, and every change in order
         "elastic": result.elastic,
+        # a user's function: what it is and the run's figures in its own scale
+        "objective": _objective(cfg, result),
     }
+
+
+def _objective(cfg: Config, result) -> dict[str, Any] | None:
+    """A run on a user's function: the function, its settings, and the best value, the
+    selecting test's and its confirmation's in the function's own scale (the cost, not
+    minus the cost); None for an env."""
+    obj = cfg.objective()
+    if obj is None:
+        return None
+    d = {k: v for k, v in obj.to_dict().items() if k != "source"}  # a packed one is long
+    user = obj.scale.user
+    retest = getattr(result, "retest", None) or {}
+    return {"function": obj.name, "travels": obj.travels, **d,
+            "best": user(result.hof["fitness"]), "test": user((result.test or {}).get("mean")),
+            "confirmation": user(retest.get("mean"))}
 
 
 def _test_fields(test: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,7 +150,7 @@ def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[I
                 "confirmation": getattr(result, "retest", None) or {}}
         rd.save_solution(best.params, infos[0].policy_spec, best.obs_stats, env, meta)
     rd.plot(result.rows, title=f"{cfg.env}: {cfg.islands} islands", tests=result.tests,
-            target=cfg.target)
+            target=cfg.target, scale=cfg.scale)
     return summary
 
 

@@ -201,14 +201,14 @@ class Archipelago:
         short screen first rejects candidates clearly below the target."""
         return self.tester.test.remote(
             self.cfg.test_spec(), cand.params, cand.obs_stats,
-            candidate_test_seed(self.cfg.seed, n), self.cfg.target if screen else None)
+            candidate_test_seed(self.cfg.seed, n), self.cfg.fitness_target if screen else None)
 
     def submit_retest(self, cand: Candidate, n: int, screen: bool = True):
         """Confirm ``cand`` (the run's ``n``-th confirmation) on ``retest_episodes`` episodes
         that no test, training or other run meets (``seeds.retest_seed``)."""
         return self.tester.test.remote(
             self.cfg.retest_spec(), cand.params, cand.obs_stats,
-            retest_seed(self.cfg.seed, n), self.cfg.target if screen else None)
+            retest_seed(self.cfg.seed, n), self.cfg.fitness_target if screen else None)
 
     def coordinator_final(self, in_flight: dict[Any, tuple[list, Any]],
                           unsent: list[tuple[list, Any]], timeout: float = 120.0

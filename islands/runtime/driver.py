@@ -140,9 +140,14 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
 
     processes = len(arch.hosts)
 
-    scalars = ScalarLog(rd.path, len(plan), cfg.tensorboard, cfg.wandb, cfg.to_yaml_dict())
+    scalars = ScalarLog(rd.path, len(plan), cfg.tensorboard, cfg.wandb, cfg.to_yaml_dict(),
+                        scale=cfg.scale)
     with Display(plan, cfg.env, quiet=cfg.quiet or not display,
-                 log_interval=cfg.log_interval) as disp, contextlib.closing(scalars):
+                 log_interval=cfg.log_interval, scale=cfg.scale) as disp, \
+            contextlib.closing(scalars):
+        obj = cfg.objective()
+        if obj is not None:
+            disp.message(f"objective: {obj.describe()}")
         disp.message(f"{cfg.islands} islands on {cfg.env} ({_strategies(plan)}), "
                      f"{infos[0].dim} parameters, {_backends(infos)}, "
                      f"{plan[0].num_cpus:g} CPU per island in {processes} Ray worker "

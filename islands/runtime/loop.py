@@ -103,10 +103,10 @@ class RunLoop:
         self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
         self.hof.update(vars(ray.get(arch.coordinator.hof_summary.remote())))  # resumed
-        self.queue = CandidateQueue(self.cfg.target, CANDIDATE_SETS[self.cfg.candidates])
+        self.queue = CandidateQueue(self.cfg.fitness_target, CANDIDATE_SETS[self.cfg.candidates])
         self.test_ref, self.test_job = None, None  # running: ref, ("test"|"retest", cand)
         self.tests: list[dict[str, Any]] = []  # every test and confirmation, for the summary
-        self.validation = Validation(self.cfg.target, self.cfg.retest_episodes)
+        self.validation = Validation(self.cfg.fitness_target, self.cfg.retest_episodes)
         self.stop_reason = ""
         self.errors: list[dict[str, Any]] = []  # failures at the end that did not stop it
         self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
@@ -114,7 +114,7 @@ class RunLoop:
         self.awaiting: dict[Any, tuple[list[int], float]] = {}
         self.elastic = plug_in(self.cfg, arch, self.calls, (self.t0, self.t_start),
                                self._joined)
-        self.status = RunStatus(self.hof, self.cfg.target, self.rows, self.tests,
+        self.status = RunStatus(self.hof, self.cfg.fitness_target, self.rows, self.tests,
                                 self.elastic.events)
 
     # ---- the loop ----------------------------------------------------------------------
@@ -309,7 +309,7 @@ class RunLoop:
                            "confirmed_se": cand.confirmed_se,
                            "island": cand.island,
                            "generation": cand.generation, "kind": cand.kind, **res,
-                           "passed": passes(res, self.cfg.target),
+                           "passed": passes(res, self.cfg.fitness_target),
                            # the run's totals when the genome was found: what solving on
                            # this test would have cost
                            "found_at": dict(cand.found_at),
