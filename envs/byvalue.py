@@ -3,10 +3,11 @@
 The islands import a user's objective or env class by its name (``package.module:name``),
 which a function defined in ``__main__`` or a Jupyter cell does not have in another
 process. :func:`pack` pickles such objects by value with cloudpickle (as Ray does for its
-remote functions) into one string, ``byvalue:<base64>``, that rides in the config's
-``env_module`` field; wherever a process imports its ``env_module`` first (the driver's
-resolve, every evaluator, ``islands evaluate``), :func:`install` unpickles them into the
-module :data:`MODULE`, so the config names them ``islands_user:NAME`` like any import. The
+remote functions) into one string, ``byvalue:<base64>``, that rides in the config: a user's
+function as its objective's source (envs/objective.py), an env class in the ``env_module``
+field. Wherever a process loads them (the driver's resolve, every evaluator, ``islands
+evaluate``), :func:`install` unpickles them into the module :data:`MODULE`, so they are
+named ``islands_user:NAME`` like any import. The
 string is plain text: it reaches every node of a cluster with the config and stays in
 ``config.yaml`` and ``solution.json`` for a resume or a re-test.
 """

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import byvalue
+from .byvalue import MODULE, importable_elsewhere, is_packed, load_one, names, pack, safe_name
 
 PREFIX = "problem:"  # the env id a run on a user's objective shows: problem:<name>
 
@@ -50,9 +50,9 @@ def load_function(source: str | Callable) -> Callable:
 
     if callable(source):
         return source
-    if byvalue.is_packed(source):
+    if is_packed(source):
         try:
-            return byvalue.load_one(source)[1]
+            return load_one(source)[1]
         except ValueError as e:
             raise ObjectiveError(f"problem: {e}") from None
     module, sep, attr = str(source).partition(":")
@@ -72,12 +72,12 @@ def load_function(source: str | Callable) -> Callable:
 def source_of(fn: Callable) -> str:
     """How ``fn`` travels to the islands: its ``module:qualname`` when their processes can
     import it, else ``byvalue:<base64>`` holding it (see the module docstring)."""
-    if byvalue.importable_elsewhere(fn):
+    if importable_elsewhere(fn):
         return f"{fn.__module__}:{fn.__qualname__}"
     try:
-        return byvalue.pack({byvalue.safe_name(fn): fn})
+        return pack({safe_name(fn): fn})
     except Exception as e:  # noqa: BLE001 - cloudpickle's errors name what failed
-        raise ObjectiveError(f"{byvalue.safe_name(fn)}: cannot be pickled to reach the "
+        raise ObjectiveError(f"{safe_name(fn)}: cannot be pickled to reach the "
                              f"islands ({type(e).__name__}: {e})") from None
 
 
@@ -138,7 +138,7 @@ class Objective:
     # ---- how it travels ------------------------------------------------------------------
     @property
     def by_value(self) -> bool:
-        return byvalue.is_packed(self.source)
+        return is_packed(self.source)
 
     @property
     def travels(self) -> str:
@@ -148,7 +148,7 @@ class Objective:
     def name(self) -> str:
         """``package.module:function``, or ``islands_user:NAME`` for one sent by value."""
         if self.by_value:
-            return f"{byvalue.MODULE}:{byvalue.names(self.source)[0]}"
+            return f"{MODULE}:{names(self.source)[0]}"
         return str(self.source)
 
     @property
