@@ -151,7 +151,8 @@ def test_the_from_python_notebook_runs_a_function_and_an_env_of_its_own(ray_sess
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "\n".join(str(o.get("text", "")) for o in outputs)
-    assert "problem:islands_user:rastrigin" in text and "stopped by generations" in text
+    assert "problem:islands_user:rastrigin" in text and "stopped by target" in text
+    assert "solved in" in text and "global best cost" in text
     assert "islands_user:Reach" in text and "final distance to the goal" in text
     # progress: one table per run, redrawn in place (its last state is what stays)
     tables = [o["data"]["text/plain"] for o in outputs if o.output_type == "display_data"
