@@ -256,13 +256,17 @@ class TesterActor:
     """Tests candidate genomes off the islands' critical path. An actor rather than a task
     so that its process (torch, EnvPool imports: seconds) starts once, with the run."""
 
-    def __init__(self) -> None:
-        import torch
+    def __init__(self, policy: bool = True) -> None:
+        import scipy.stats  # noqa: F401 - a test's interval: imported before the first test
 
         import envs  # noqa: F401
         import policies  # noqa: F401
 
-        torch.set_num_threads(1)  # tests run beside the islands; one thread each
+        from .. import evaluate  # noqa: F401
+        if policy:  # a genome's backend (a function, rastrigin:D) has no network: no torch
+            import torch
+
+            torch.set_num_threads(1)  # tests run beside the islands; one thread each
 
     def test(self, test_spec, params, obs_stats, seed: int, target=None) -> dict[str, Any]:
         from ..evaluate import screened_test

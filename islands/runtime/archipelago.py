@@ -161,8 +161,16 @@ class Archipelago:
         if self.tester is None:
             self.tester = TesterActor.options(
                 name=TESTER_NAME, namespace=self.cfg.namespace,
-                max_restarts=self.cfg.max_restarts, max_task_retries=-1).remote()
+                max_restarts=self.cfg.max_restarts, max_task_retries=-1).remote(
+                    policy=not self._genomes_only())
         return self.infos
+
+    def _genomes_only(self) -> bool:
+        """The run evaluates genomes themselves (a user's function, ``rastrigin:D``): no
+        policy network, so its tester needs no torch."""
+        from envs.synthetic import parse_synthetic
+
+        return self.cfg.problem is not None or parse_synthetic(self.cfg.env) is not None
 
     @staticmethod
     def _wait_island(spec: IslandSpec, handle, timeout: float) -> IslandInfo:
