@@ -100,12 +100,13 @@ class Result:
         return pd.read_parquet(os.path.join(self.run_dir, "metrics.parquet"))
 
     def evaluate(self, episodes: int = 100, seed: int | None = None) -> dict[str, Any]:
-        """Re-test the best genome on ``episodes`` fresh episodes (``islands.evaluate``)."""
-        from .evaluate import AUDIT_SEED, solution_eval_spec, test_genome
+        """Re-test the best genome on ``episodes`` fresh episodes (``islands.evaluate``);
+        a user's function's test has its ``value`` in the function's own scale too."""
+        from .evaluate import AUDIT_SEED, solution_eval_spec, test_genome, with_value
 
         spec = solution_eval_spec(self.solution, int(episodes))
-        return test_genome(spec, self.best, self.solution.get("obs_stats"),
-                           AUDIT_SEED if seed is None else int(seed))
+        return with_value(spec, test_genome(spec, self.best, self.solution.get("obs_stats"),
+                                            AUDIT_SEED if seed is None else int(seed)))
 
 
 def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any) -> Config:

@@ -97,6 +97,14 @@ def _torch_threads(spec: EvalSpec, n: int):
         torch.set_num_threads(before)
 
 
+def with_value(spec: EvalSpec, out: dict[str, Any]) -> dict[str, Any]:
+    """A test of a user's function with its mean in the function's own scale too
+    (``value``: the cost for a minimized one); an env's test as it is."""
+    if spec.objective is not None:
+        out["value"] = spec.objective.scale.user(out["mean"])
+    return out
+
+
 def _clearly_below(returns: list[float], target: float) -> bool:
     """The mean so far plus two standard errors is below ``target``."""
     r = np.asarray(returns)
@@ -290,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(max(1, args.threads))  # as many as EnvPool gets: no contention
     spec = solution_eval_spec(sol, args.episodes, args.backend)
-    out = test_genome(spec, sol["params"], sol.get("obs_stats"), args.seed, args.threads)
+    out = with_value(spec, test_genome(spec, sol["params"], sol.get("obs_stats"), args.seed,
+                                       args.threads))
     if args.gif:
         out.update(render_gif(sol, args.gif, seed=args.seed))
     print(json.dumps(out))

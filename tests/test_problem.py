@@ -221,6 +221,8 @@ def test_islands_minimize_a_closure_given_from_python(ray_session, tmp_path):
     assert out.returncode == 0, out.stderr
     again = json.loads(out.stdout.strip().splitlines()[-1])
     assert again["mean"] == pytest.approx(-cost(res.best[None])[0], abs=1e-12), again
+    assert again["value"] == pytest.approx(cost(res.best[None])[0], abs=1e-12)  # the cost
+    assert res.evaluate(episodes=3)["value"] == pytest.approx(again["value"])
     # and a resume's config (config.yaml) rebuilds the same evaluator
     code = ("import numpy as np; from islands.api import prepare; "
             f"c = prepare({str(tmp_path / 'run' / 'config.yaml')!r}, out={str(tmp_path)!r}); "
