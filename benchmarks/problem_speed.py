@@ -46,7 +46,7 @@ def rastrigin(X: np.ndarray) -> np.ndarray:
 
 
 def islands_row(kind: str, dim: int, seed: int, evals: int, islands: int, popsize: int,
-                root: str) -> dict:
+                root: str, gens_per_call: int = 1) -> dict:
     import islands as isl
 
     where = ({"env": f"rastrigin:{dim}", "target": -TARGET} if kind == "built-in" else
@@ -54,10 +54,11 @@ def islands_row(kind: str, dim: int, seed: int, evals: int, islands: int, popsiz
     t0 = time.perf_counter()
     res = isl.run(**where, islands=islands, strategy="cmaes", sigma=SIGMA, popsize=popsize,
                   seed=seed, max_evals=evals, generations=10**9,  # the budget or the target
-                  quiet=True, dashboard="off", tensorboard="off",
+                  gens_per_call=gens_per_call, quiet=True, dashboard="off", tensorboard="off",
                   out=f"{root}/{kind}-{popsize}-{seed}", namespace=f"ps-{kind}-{popsize}-{seed}")
     s = res.summary
-    return {"kind": kind, "seed": seed, "popsize": popsize, "solved": res.solved,
+    return {"kind": kind, "seed": seed, "popsize": popsize, "islands": islands,
+            "gens_per_call": gens_per_call, "solved": res.solved,
             "to_target_s": s["wall_to_solve"], "evals_to_target": s["evals_to_solve"],
             "best_f": -res.best_fitness, "evals": s["total_evals"],
             "wall_s": time.perf_counter() - t0}
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--evals", type=int, default=1_000_000, help="evaluations per run")
     p.add_argument("--islands", type=int, default=4)
     p.add_argument("--popsize", type=int, default=100, help="each island's population")
+    p.add_argument("--gens-per-call", type=int, default=1,
+                   help="generations an island runs per Ray call (the launcher's option)")
     p.add_argument("--pycma-popsize", type=int, default=0,
                    help="pycma's first population (0: its default, 4 + 3 ln D)")
     p.add_argument("--seeds", type=int, default=5)
@@ -128,6 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--popsizes", default="17,50,100,200",
                    help="population sizes --choose tries (pycma: also its default)")
     p.add_argument("--raw", help="write every row to this JSON file")
+    p.add_argument("--skip-pycma", action="store_true", help="islands rows only")
     bench.add_quick(p, "tiny sizes: 10 dimensions, 20,000 evaluations, one seed")
     a = p.parse_args(argv)
     if a.quick:
@@ -144,15 +148,17 @@ def main(argv: list[str] | None = None) -> None:
         if a.choose:
             for size in sizes:  # the function alone: it is what a user runs
                 rows.append(islands_row("problem", a.dim, CHOOSING_SEED, a.evals, a.islands,
-                                        size, root))
+                                        size, root, a.gens_per_call))
         else:
             for seed in range(a.first_seed, a.first_seed + a.seeds):
                 for kind in ("built-in", "problem"):  # alternating: drift hits both alike
                     rows.append(islands_row(kind, a.dim, seed, a.evals, a.islands, a.popsize,
-                                            root))
+                                            root, a.gens_per_call))
     finally:
         ray.shutdown()
-    if a.choose:
+    if a.skip_pycma:
+        pass
+    elif a.choose:
         rows += [pycma_row(a.dim, CHOOSING_SEED, a.evals, s) for s in [0, *sizes]]
     else:
         rows += [pycma_row(a.dim, seed, a.evals, a.pycma_popsize)
@@ -171,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
                median_to_target(rows, "problem") / base,
                pycma_over_builtin=median_to_target(rows, "pycma fmin2 (IPOP)") / base,
                dim=a.dim, evals=a.evals, islands=a.islands, popsize=a.popsize,
+               gens_per_call=a.gens_per_call,
                pycma_popsize=a.pycma_popsize or "default", target=TARGET)
 
 
