@@ -281,6 +281,24 @@ def test_trial_config_is_the_resolved_launcher_config(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_relative_experiment_directory_gives_its_trials_absolute_run_directories(
+        tmp_path, monkeypatch):
+    """Tune runs a trial in a working directory of its own under the Ray session: a
+    relative run directory landed there, so a resume (a new session) found no checkpoints
+    and ran the trial again from scratch (a Walker2d seed lost 49,520 episodes so)."""
+    from islands.experiment.cli import prepare
+    from islands.experiment.source import ExperimentTrials
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "e.yaml"
+    path.write_text("name: e\nquestion: q\ndescription: d\nreport: generic\n"
+                    "base: {env: CartPole-v1}\nbudget: {generations: 2}\nseeds: [1]\n")
+    prepare(str(path), None, "exps/e")
+    source = ExperimentTrials("exps/e")
+    out = source.config(source.ids()[0]).out
+    assert os.path.isabs(out) and out == str(tmp_path / "exps" / "e" / "runs" / "t000")
+
+
 # ---- the experiment files -----------------------------------------------------------------
 def load(name: str, scale: str) -> ExperimentSpec:
     return load_experiment(EXPERIMENTS / f"{name}.yaml", scale)

@@ -24,7 +24,10 @@ class ExperimentTrials:
     trial_file = TRIAL_JSON  # written into each run directory by the trial
 
     def __init__(self, exp_dir: str | Path) -> None:
-        self.exp_dir = Path(exp_dir)
+        # absolute: Tune runs each trial in a working directory of its own under the Ray
+        # session, so a relative run directory (``--out runs/x``) landed there, and a
+        # resume, in a new session, found no checkpoints and started the trial again
+        self.exp_dir = Path(exp_dir).resolve()
         self.name = self.exp_dir.name  # W&B's group; in messages
         self.tune_path = self.exp_dir / TUNE_DIR
         meta = json.loads((self.exp_dir / EXPERIMENT_JSON).read_text())
