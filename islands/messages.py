@@ -197,6 +197,7 @@ class RunStatus:
     tests: list[dict[str, Any]] = field(default_factory=list)
     elastic: list[dict[str, Any]] = field(default_factory=list)
     elapsed: float = 0.0
+    resumed_at: float = 0.0  # a resumed run's seconds before this session (its clock's start)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from envs.objective import FITNESS, Scale
 
 from ..messages import RunStatus
 from ..planning import IslandSpec
+from .progress import eta_text, progress
 
 
 def _fmt(x: float) -> str:
@@ -46,10 +47,12 @@ def _in_notebook(stream) -> bool:
 
 class Display:
     def __init__(self, plan: list[IslandSpec], env: str, quiet: bool = False,
-                 log_interval: float = 5.0, stream=None, scale: Scale = FITNESS) -> None:
+                 log_interval: float = 5.0, stream=None, scale: Scale = FITNESS,
+                 budgets: dict[str, float] | None = None) -> None:
         self.stream = stream or sys.stdout
         # values shown in the user's scale: a function's cost, not minus the cost
         self.scale = scale
+        self.budgets = dict(budgets or {})  # for the progress and its ETA (output/progress.py)
         self.best_word = "best" if scale.sign > 0 else f"best {scale.word}"
         self.mode = "off" if quiet else ("live" if self.stream.isatty() else
                                           "notebook" if _in_notebook(self.stream) else "log")
@@ -154,13 +157,26 @@ class Display:
     def _global_best(self) -> float:
         return max((r["best_so_far"] for r in self.rows.values()), default=-math.inf)
 
+    def _progress(self) -> str:
+        """`` | 49,520 episodes, best tested 2,767.1, ETA 23 min (max episodes)``."""
+        if not self.status.rows:
+            return ""
+        p = progress(self.status, self.budgets)
+        parts = [f"{p.episodes:,} episodes"] if p.episodes else []
+        if p.best_tested is not None:
+            parts.append(f"best tested {self._v(p.best_tested)}")
+        if p.eta_s is not None:
+            parts.append(eta_text(p))
+        return (" | " + ", ".join(parts)) if parts else ""
+
     def _v(self, fitness: float | None) -> str:
         """A fitness in the user's scale, formatted."""
         return _fmt(self.scale.user(fitness))
 
     def lines(self) -> list[str]:
         t = self.status.elapsed
-        out = [f"[{t:7.1f}s] {self.env} global {self.best_word} {self._v(self._global_best())}"]
+        out = [f"[{t:7.1f}s] {self.env} global {self.best_word} {self._v(self._global_best())}"
+               f"{self._progress()}"]
         for i, r in sorted(self.rows.items()):
             out.append(
                 f"[{t:7.1f}s]   island {i:2d} {r['strategy']:9s} gen {r['generation']:5d} "
@@ -181,16 +197,16 @@ class Display:
         from rich.table import Table
 
         t = self.status.elapsed
-        tests = self.status.get("tests") or []
+        tests = self.status.tests
         last = (f" | last test {self._v(tests[-1]['mean'])} (island {tests[-1]['island']})"
                 if tests else "")
-        target = self.status.get("target")
+        target = self.status.target
         tgt = f" / target {self._v(target)}" if target is not None else ""
-        events = self.status.get("elastic") or []
+        events = self.status.elastic
         live = f" | {events[-1]['live']} islands live" if events else ""
         table = Table(title=f"{self.env}  {t:.0f}s  global {self.best_word} "
                       f"{self._v(self._global_best())}"
-                      f"{tgt}{last}{live}")
+                      f"{tgt}{last}{live}{self._progress()}")
         for col in ("island", "strategy", "generation", "best", "mean", "evals/s",
                     "immigrants", "restarts", "ep/eval"):
             table.add_column(col, justify="left" if col == "strategy" else "right")

@@ -19,6 +19,7 @@ from typing import Any
 from envs.objective import FITNESS, Scale
 
 from ..messages import RunStatus
+from . import progress as prog
 
 TB_DIR = "tb"
 FLUSH_SECS = 10  # a live ``tensorboard`` sees a run within seconds, not tensorboardX's 120
@@ -36,8 +37,9 @@ class ScalarLog:
 
     def __init__(self, run_dir: str | Path, islands: int, tensorboard: bool = True,
                  wandb_project: str | None = None, config: dict[str, Any] | None = None,
-                 scale: Scale = FITNESS) -> None:
+                 scale: Scale = FITNESS, budgets: dict[str, float] | None = None) -> None:
         self.writers: dict[str, Any] = {}
+        self.budgets = dict(budgets or {})  # budget/eta_s (output/progress.py)
         self.scale = scale  # a user's function: its own values under its own word
         self.root = Path(run_dir) / TB_DIR if tensorboard else None
         if tensorboard:
@@ -72,6 +74,7 @@ class ScalarLog:
         if len(tests) > self.tests_seen:  # a candidate test finished since the last report
             self.tests_seen = len(tests)
             arch["test/mean"] = tests[-1].get("mean")
+        arch.update(prog.scalars(prog.progress(status, self.budgets)))
         arch = dict(self._user(k, v) for k, v in arch.items() if _finite(v))
         name = f"island-{int(row['island']):02d}"
         if self.writers and name not in self.writers:  # joined an elastic run

@@ -136,14 +136,16 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
            observer: Observer | None = None):
     """The run itself, with the live table and periodic metrics flushes."""
     from ..output.display import Display
+    from ..output.progress import budgets_of
     from ..output.scalars import ScalarLog
 
     processes = len(arch.hosts)
 
+    budgets = budgets_of(cfg)
     scalars = ScalarLog(rd.path, len(plan), cfg.tensorboard, cfg.wandb, cfg.to_yaml_dict(),
-                        scale=cfg.scale)
+                        scale=cfg.scale, budgets=budgets)
     with Display(plan, cfg.env, quiet=cfg.quiet or not display,
-                 log_interval=cfg.log_interval, scale=cfg.scale) as disp, \
+                 log_interval=cfg.log_interval, scale=cfg.scale, budgets=budgets) as disp, \
             contextlib.closing(scalars):
         obj = cfg.objective()
         if obj is not None:

@@ -115,7 +115,7 @@ class RunLoop:
         self.elastic = plug_in(self.cfg, arch, self.calls, (self.t0, self.t_start),
                                self._joined)
         self.status = RunStatus(self.hof, self.cfg.fitness_target, self.rows, self.tests,
-                                self.elastic.events)
+                                self.elastic.events, resumed_at=prior)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> str:
