@@ -29,6 +29,7 @@ often; nobody waits for it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,11 @@ class CoordinatorSpec:
     migration_interval: int = 5
     obs_sync_interval: int = 5
     env: str = ""  # for the status table and metric tags
+    # for islands.status: the scale values are shown in (a user's cost: sign -1, "cost")
+    # and the run's budgets (its ETA, islands/output/progress.py)
+    sign: float = 1.0
+    word: str = "fitness"
+    budgets: dict[str, float] = dataclasses.field(default_factory=dict)
     elastic: bool = False  # islands join and retire during the run (islands/elastic.py)
 
     def make_topology(self, n: int | None = None, draw: int = 0) -> Topology:

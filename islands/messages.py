@@ -198,6 +198,8 @@ class RunStatus:
     elastic: list[dict[str, Any]] = field(default_factory=list)
     elapsed: float = 0.0
     resumed_at: float = 0.0  # a resumed run's seconds before this session (its clock's start)
+    # the run's totals when this session began ({"total_episodes": ...}; empty: all zero)
+    start_totals: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

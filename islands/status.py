@@ -33,13 +33,19 @@ COLUMNS = ("island", "strategy", "gen", "evals", "env steps", "best", "last max"
 
 
 def format_status(st: dict[str, Any]) -> str:
-    """The table printed by the CLI, from ``coordinator.status()``."""
+    """The table printed by the CLI, from ``coordinator.status()``: values in the run's
+    scale (a user's function's cost, not minus the cost)."""
+    sign = float((st.get("scale") or {}).get("sign", 1.0))
+
+    def val(v: Any) -> str:
+        return _num(None if v is None else sign * float(v))
+
     rows = []
     for r in st.get("islands", []):
         rows.append((f"{int(r['island']):02d}", str(r.get("strategy", "")),
                      str(r.get("generation", "-")), str(r.get("evals", "-")),
-                     str(r.get("env_steps", "-")), _num(r.get("best_so_far")),
-                     _num(r.get("fitness_max")), _num(r.get("fitness_mean")),
+                     str(r.get("env_steps", "-")), val(r.get("best_so_far")),
+                     val(r.get("fitness_max")), val(r.get("fitness_mean")),
                      _num(r.get("evals_per_s"), ".0f"), str(r.get("immigrants", "-")),
                      str(r.get("restarts", "-"))))
     widths = [max([len(c)] + [len(row[j]) for row in rows]) for j, c in enumerate(COLUMNS)]
@@ -48,21 +54,41 @@ def format_status(st: dict[str, Any]) -> str:
     live = (st.get("stats") or {}).get("live")
     # an elastic run's retired islands keep their last rows: say how many are still in it
     now = f", {live} live (--elastic)" if live is not None and live != len(rows) else ""
-    lines.append(f"env {env}: {len(rows)} island(s) reporting{now}")
+    word = (st.get("scale") or {}).get("word", "fitness")
+    lines.append(f"env {env}: {len(rows)} island(s) reporting{now}"
+                 + ("" if word == "fitness" else f"; values are the {word}"))
     lines.append("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
     for row in rows:
         lines.append("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
     hof = st.get("hof") or {}
     if hof.get("island") is not None:
-        lines.append(f"hall of fame: {_num(hof.get('fitness'), '.2f')} from island "
+        lines.append(f"hall of fame: {_num(sign * float(hof.get('fitness')), '.2f')} from island "
                      f"{int(hof['island']):02d} at generation {hof.get('generation')}")
     else:
         lines.append("hall of fame: empty")
+    line = _progress_line(st)
+    if line:
+        lines.append(line)
     stats = st.get("stats") or {}
     if stats:
         lines.append(f"migration: {stats.get('reports', 0)} reports, {stats.get('rounds', 0)} "
                      f"emigration rounds, {sum(stats.get('sent', []))} genomes sent")
     return "\n".join(lines)
+
+
+def _progress_line(st: dict[str, Any]) -> str:
+    """``progress: 49,520 training episodes; ETA 23 min (max episodes)`` from the
+    coordinator's totals and clock (islands/output/progress.py); "" from an older one."""
+    if "totals" not in st:
+        return ""
+    from .messages import RunStatus
+    from .output.progress import eta_text, progress
+
+    p = progress(RunStatus(rows=[st["totals"]], elapsed=float(st.get("elapsed", 0.0)),
+                           start_totals=dict(st.get("start_totals") or {})),
+                 dict(st.get("budgets") or {}))
+    eta = eta_text(p)
+    return f"progress: {p.episodes:,} training episodes" + (f"; {eta}" if eta else "")
 
 
 def main(argv: list[str] | None = None) -> int:

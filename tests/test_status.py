@@ -41,8 +41,30 @@ def test_status_table_from_a_coordinator(ray_session):
                                     "123", "2", "1"]
         assert lines[3].split()[:3] == ["01", "ga", "2"]
         assert lines[4] == "hall of fame: 35.50 from island 01 at generation 2"
-        assert lines[5].startswith("migration: 3 reports")
+        assert lines[5] == "progress: 0 training episodes"  # no budget: no ETA
+        assert lines[6].startswith("migration: 3 reports")
         assert main(["--namespace", ns]) == 0  # the CLI path, on the connected Ray
+    finally:
+        ray.kill(coord, no_restart=True)
+
+
+def test_status_of_a_cost_shows_costs_and_the_eta_to_the_budget(ray_session):
+    """A user's cost (``--minimize``): the table shows the cost, not minus the cost; with a
+    budget, the progress line says when it will be spent at the rate so far."""
+    ray = ray_session
+    spec = CoordinatorSpec(n_islands=1, migrants=0, env="problem:m:cost", sign=-1.0,
+                           word="cost", budgets={"max_evals": 1e9})
+    coord = CoordinatorActor.options(name="coordinator", namespace="status-cost").remote(
+        spec, None, False)
+    try:
+        for gen in (1, 2, 3):
+            ray.get(coord.report.remote(0, _result(0, gen, -4.0 / gen, "cmaes")))
+        lines = format_status(ray.get(coord.status.remote())).splitlines()
+        assert lines[0] == "env problem:m:cost: 1 island(s) reporting; values are the cost"
+        assert lines[2].split()[5:8] == ["1.3", "1.3", "0.7"]  # best, last max, last mean
+        assert lines[3] == "hall of fame: 1.33 from island 00 at generation 3"
+        assert lines[4].startswith("progress: 0 training episodes; ETA ")
+        assert lines[4].endswith("(max evals)")
     finally:
         ray.kill(coord, no_restart=True)
 

@@ -6,7 +6,9 @@ say how many training episodes it has spent, the best mean of any full test on f
 episodes (a selecting test or a confirmation: the training fitness is the maximum of noisy
 evaluations, not a return the policy holds), and an ETA to the first budget it will reach
 (``--max-episodes``, ``--max-evals``, ``--max-env-steps`` at the run's average rate so far;
-``--time-budget`` by the clock of this session, as the loop counts it).
+``--time-budget`` by the clock of this session, as the loop counts it). A resumed run's rate
+is this session's: its totals at the start (``RunStatus.start_totals``) over its seconds
+since (``RunStatus.resumed_at``).
 """
 
 from __future__ import annotations
@@ -42,14 +44,15 @@ def progress(status: RunStatus, budgets: dict[str, float]) -> Progress:
     full = [t["mean"] for t in status.tests
             if not t.get("screened_out") and math.isfinite(t.get("mean", math.nan))]
     etas = {}
-    elapsed = float(status.elapsed)
+    session = float(status.elapsed) - float(status.resumed_at)  # seconds of this session
     for name, limit in budgets.items():
         if name == "time_budget":
-            etas[name] = limit - (elapsed - status.resumed_at)
+            etas[name] = limit - session
             continue
         done = float(row.get(COUNTED[name], 0) or 0)
-        if done > 0 and elapsed > 0:
-            etas[name] = (limit - done) / (done / elapsed)
+        since = done - float(status.start_totals.get(COUNTED[name], 0) or 0)
+        if since > 0 and session > 0:
+            etas[name] = (limit - done) / (since / session)
     first = min(etas, key=etas.get) if etas else None
     return Progress(int(row.get("total_episodes", 0) or 0), max(full) if full else None,
                     None if first is None else max(0.0, etas[first]), first)

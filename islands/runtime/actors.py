@@ -190,6 +190,7 @@ class CoordinatorActor:
 
         # Latest report per island (islands.status) and the global-best Ray metric.
         self.monitor = CoordinatorMonitor(spec.env)
+        self.spec = spec
         if obs_norm:
             # Import now (it pulls in torch via the policies package): a first import
             # inside report() would stall every reply for seconds.
@@ -229,8 +230,11 @@ class CoordinatorActor:
         return len(self.core.live)
 
     def status(self) -> dict[str, Any]:
-        """Latest report per island, hall-of-fame summary, migration stats."""
-        return self.monitor.status(self.core.hof_summary(), self.core.stats())
+        """Latest report per island, hall-of-fame summary, migration stats, the run's totals
+        and clock (this coordinator's), its budgets and the scale of its values."""
+        return {**self.monitor.status(self.core.hof_summary(), self.core.stats()),
+                "budgets": dict(self.spec.budgets),
+                "scale": {"sign": self.spec.sign, "word": self.spec.word}}
 
     def hall_of_fame(self) -> HallOfFame:
         return self.core.hall_of_fame()

@@ -19,6 +19,7 @@ from ..candidates import Candidate
 from ..config import Config
 from ..coordinator import CoordinatorSpec
 from ..messages import HallOfFame, IslandInfo
+from ..output.progress import budgets_of
 from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
 from ..seeds import candidate_test_seed, retest_seed
@@ -45,7 +46,8 @@ def coordinator_spec(cfg: Config) -> CoordinatorSpec:
         n_islands=cfg.islands, topology=cfg.topology, topology_degree=cfg.topology_degree,
         edges=cfg.edges, seed=cfg.seed, migrants=cfg.migrants,
         migration_interval=cfg.migration_interval, obs_sync_interval=cfg.obs_sync_interval,
-        env=cfg.env, elastic=cfg.elastic is not None)
+        env=cfg.env, elastic=cfg.elastic is not None, sign=cfg.scale.sign,
+        word=cfg.scale.word, budgets=budgets_of(cfg))
 
 
 def _near_driver() -> dict[str, Any]:

@@ -115,7 +115,8 @@ class RunLoop:
         self.elastic = plug_in(self.cfg, arch, self.calls, (self.t0, self.t_start),
                                self._joined)
         self.status = RunStatus(self.hof, self.cfg.fitness_target, self.rows, self.tests,
-                                self.elastic.events, resumed_at=prior)
+                                self.elastic.events, resumed_at=prior,
+                                start_totals={f"total_{k}": v for k, v in self._totals.items()})
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> str:

@@ -141,6 +141,9 @@ class CoordinatorMonitor:
     def __init__(self, env: str = "") -> None:
         self.env = str(env)
         self.latest: dict[int, dict[str, Any]] = {}
+        # the run's totals at this coordinator's first report and when (a resumed run's
+        # rate is measured from there: islands.status's ETA)
+        self.first: tuple[float, dict[str, int]] | None = None
         self._warned = False
         self._live: int | None = None  # the islands_live gauge's last value
         self._live_at = 0.0  # ... and when it was set
@@ -148,6 +151,8 @@ class CoordinatorMonitor:
 
     def observe(self, i: int, report: IslandReport, hof: HofSummary, live: int) -> None:
         self.latest[int(i)] = report.row()
+        if self.first is None:
+            self.first = (time.monotonic(), self.totals())
         try:
             # when it changes, and once a second: Ray exports a gauge only while it is
             # recorded (set once, in the constructor or on a change, it never showed up in
@@ -169,5 +174,13 @@ class CoordinatorMonitor:
 
     def status(self, hof: HofSummary, stats: dict[str, Any]) -> dict[str, Any]:
         """Plain values for ``python -m islands.status`` (which needs no islands code)."""
+        t0, start = self.first or (time.monotonic(), {})
         return {"env": self.env, "islands": [self.latest[i] for i in sorted(self.latest)],
-                "hof": vars(hof), "stats": dict(stats)}
+                "hof": vars(hof), "stats": dict(stats), "totals": self.totals(),
+                "start_totals": start, "elapsed": time.monotonic() - t0}
+
+    def totals(self) -> dict[str, int]:
+        """The islands' cumulative counts summed: ``total_episodes``, ``total_evals``,
+        ``total_env_steps``."""
+        return {f"total_{k}": int(sum(r.get(k, 0) for r in self.latest.values()))
+                for k in ("episodes", "evals", "env_steps")}
