@@ -1,8 +1,9 @@
 """An experiment end to end through Ray Tune on the test session's Ray: a CartPole grid of
-two strategies with 2 seeds, interrupted after two trials (a Tune stopper ends the whole
-experiment, as a lost driver would), resumed with ``Tuner.restore`` without re-running a
-finished trial; then the results, the report and the notebook. Bad input: exit 2, one
-line, nothing written."""
+two strategies with 2 seeds, interrupted after two trials (Ctrl-C, as at the end of a
+machine's day), kept (``keep``: what a resume needs, no TensorBoard files) in a fresh
+directory, and that copy resumed with ``Tuner.restore`` without re-running a finished trial;
+then the results, the report and the notebook. Bad input: exit 2, one line, nothing
+written."""
 
 from __future__ import annotations
 
@@ -79,13 +80,22 @@ def experiment(tmp_path_factory, ray_session):
     first.send_signal(signal.SIGINT)  # Ctrl-C
     out1, _ = first.communicate(timeout=180)
     before, mid = _summaries(exp_dir), _mid_run(exp_dir)
-    second = _driver("resume", str(exp_dir))
+    # the day ends: what a resume needs moves to a fresh directory, and goes on there
+    kept = tmp / "elsewhere" / "kept"
+    assert cli.main(["keep", str(exp_dir), "--out", str(kept)]) == 0
+    kept_files = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
+    second = _driver("resume", str(kept))
     out2, _ = second.communicate(timeout=600)
-    return exp_dir, (first.returncode, out1), before, (second.returncode, out2), mid
+    return (kept, (first.returncode, out1), before, (second.returncode, out2), mid, exp_dir,
+            kept_files)
 
 
 def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(experiment):
-    exp_dir, (code1, out1), before, (code2, out2), mid = experiment
+    exp_dir, (code1, out1), before, (code2, out2), mid, first_dir, kept = experiment
+    # the kept copy: checkpoints and records, no TensorBoard files
+    assert not [f for f in kept if "events.out" in f or "/tb/" in f], kept
+    assert {f"runs/{t}/checkpoints/island-00.npz" for t in mid} <= set(kept)
+    assert all(str(exp_dir) in str(p) for p in (exp_dir / RUNS_DIR).glob("*"))
     assert 2 <= len(before) < 4, out1[-3000:]  # stopped early, with runs left to do
     assert code2 == 0, out2[-3000:]
     after = _summaries(exp_dir)
@@ -143,17 +153,20 @@ def test_trials_ran_one_at_a_time_on_two_cores(experiment):
 def test_tune_and_every_run_leave_tensorboard_scalars(experiment):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    exp_dir = experiment[0]
+    exp_dir, first_dir = experiment[0], experiment[5]
     runs = sorted((exp_dir / RUNS_DIR).glob("t*"))
     assert len(runs) == 4
-    for run in runs:  # the launcher's own scalars, per island
-        ev = EventAccumulator(str(run / "tb" / "island-00")).Reload()
+    for run in runs:  # the launcher's own scalars, per island (the first directory's for
+        # a trial that finished before the experiment was kept elsewhere)
+        tb = run / "tb" if (run / "tb").is_dir() else first_dir / RUNS_DIR / run.name / "tb"
+        ev = EventAccumulator(str(tb / "island-00")).Reload()
         assert ev.Scalars("fitness/best_so_far"), run.name
     # Tune's TensorBoard logger: one event file per trial with the reported results
-    tune_events = [EventAccumulator(str(d)).Reload()
-                   for d in sorted((exp_dir / "tune").glob("run_trial_*")) if d.is_dir()]
-    assert len(tune_events) >= 4
-    assert all("ray/tune/best_fitness" in ev.Tags()["scalars"] for ev in tune_events)
+    # (before the keep in the first directory, after it in the kept one)
+    logged = {d.name for root in (first_dir, exp_dir) for d in (root / "tune").glob("run_*")
+              if d.is_dir() and "ray/tune/best_fitness"
+              in EventAccumulator(str(d)).Reload().Tags()["scalars"]}
+    assert len(logged) == 4, logged
 
 
 def test_the_report_has_the_table_and_its_figures(experiment):

@@ -7,6 +7,8 @@
                                                  # (a copy kept without runs/: its parquet)
     python -m islands.experiment merge DIR DIR ... --out OUT   # pool more seeds of one
                                                  # question into one report
+    python -m islands.experiment keep DIR --out KEPT   # what a resume needs, small enough
+                                                 # to commit; resume KEPT anywhere
 
 ``run`` checks the whole grid first (an unknown field, a malformed YAML, an unknown scale, a
 trial whose launcher config does not resolve: exit 2, one line, nothing written), writes
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=__doc__.split("\n\n")[1] + "\n\nExperiments of the research plan: "
         "experiments/*.yaml (scales: " + ", ".join(SCALES) + ").")
     sub = p.add_subparsers(dest="command", required=True,
-                           metavar="{run,resume,report,merge}")
+                           metavar="{run,resume,report,merge,keep}")
     r = sub.add_parser("run", help="run an experiment YAML at a scale")
     r.add_argument("file", help="experiment YAML (see experiments/)")
     r.add_argument("--scale", default=None, help=f"one of {', '.join(SCALES)} as the file "
@@ -72,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "question (same name, report, base, budget and arms of the same name; other "
                    "seeds)")
     m.add_argument("--out", required=True, help="the pooled copy (a new directory)")
+    k = sub.add_parser("keep", help="copy what a resume needs (no TensorBoard files) into "
+                       "a new directory small enough to commit; resume it on any machine")
+    k.add_argument("dir", help="the experiment directory (stop it first: Ctrl-C)")
+    k.add_argument("--out", required=True, help="the kept copy (a new directory)")
     return p
 
 
@@ -94,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
             from .merge import merge
 
             exp_dir = merge(args.dirs, args.out)
+        elif args.command == "keep":
+            from .keep import keep, size
+
+            kept = keep(args.dir, args.out)
+            print(f"{PROG}: kept {size(kept) / 1024:,.0f} KiB in {kept}; continue it with: "
+                  f"python -m {PROG} resume {kept}")
+            return 0
         else:
             exp_dir = existing(args.dir)
             if args.command == "resume":

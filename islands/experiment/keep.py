@@ -1,0 +1,52 @@
+"""``python -m islands.experiment keep DIR --out KEPT``: what a resume needs, and nothing else.
+
+A long experiment (Walker2d, Ant, Humanoid: hours per run on 2 cores) outlives the machine it
+started on; its directory's bulk is TensorBoard event files, which a resume does not read.
+The kept copy holds the experiment's record (``experiment.json``, results, report), Tune's
+state without its event files, and for each trial's run directory its config, trial record,
+metrics, summary, solution and checkpoints (a linear policy's are kilobytes): small enough to
+commit. ``python -m islands.experiment resume KEPT`` continues it on any machine with the
+same commit (its trials' run directories are found under KEPT wherever it lies).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .names import EXPERIMENT_JSON, RUNS_DIR, TUNE_DIR
+from .spec import ExperimentError
+
+# a trial's run directory: what `--resume` and the report read (not tb/ nor fitness.png)
+RUN_FILES = ("config.yaml", "trial.json", "metrics.parquet", "summary.json", "solution.npz",
+             "solution.json")
+SKIP = ("events.out.tfevents*", "tb", "*.png")  # TensorBoard's files, pictures
+
+
+def keep(src: str | Path, out: str | Path) -> Path:
+    """Copy experiment ``src`` into the new directory ``out`` (see the module docstring)."""
+    src, out = Path(src), Path(out)
+    if not (src / EXPERIMENT_JSON).is_file():
+        raise ExperimentError(f"{src} is not an experiment directory (no {EXPERIMENT_JSON})")
+    if out.exists():
+        raise ExperimentError(f"{out} already exists: keep makes a new directory")
+    out.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file():
+            shutil.copy2(f, out / f.name)
+    if (src / TUNE_DIR).is_dir():
+        shutil.copytree(src / TUNE_DIR, out / TUNE_DIR, ignore=shutil.ignore_patterns(*SKIP))
+    for run in sorted((src / RUNS_DIR).glob("*")) if (src / RUNS_DIR).is_dir() else []:
+        dst = out / RUNS_DIR / run.name
+        dst.mkdir(parents=True)
+        for name in RUN_FILES:
+            if (run / name).is_file():
+                shutil.copy2(run / name, dst / name)
+        if (run / "checkpoints").is_dir():
+            shutil.copytree(run / "checkpoints", dst / "checkpoints")
+    return out
+
+
+def size(d: str | Path) -> int:
+    """Bytes under ``d``."""
+    return sum(p.stat().st_size for p in Path(d).rglob("*") if p.is_file())
