@@ -148,10 +148,12 @@ def plot_fitness(rows: list[dict[str, Any]], path: str, title: str = "",
     _plot_tests(ax, tests or [], target, scale)
     axes[-1, 0].set_xlabel("wall-clock time (s)")
     ax.set_ylabel("return" if scale == FITNESS else scale.word)
+    if scale.sign < 0:  # a cost falls by orders of magnitude towards its target: log scale
+        ax.set_yscale("symlog", linthresh=abs(float(target)) if target else 1e-6)
     ax.set_title(title or "fitness")
     ax.grid(alpha=0.3)
     if len(by_island) <= 16:
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="lower right" if scale.sign > 0 else "best")
     fig.tight_layout()
     fig.savefig(path)  # Agg, picked from the file's extension
 
