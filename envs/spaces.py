@@ -28,13 +28,13 @@ from policies.spec import ActionSpec
 
 from .byvalue import install as install_by_value
 from .byvalue import is_packed
+from .objective import PREFIX as PROBLEM_PREFIX  # problem:<name>: a user's objective
 from .synthetic import parse_synthetic
 from .torch_registry import torch_envs
 
 # "auto" picks EnvPool when it has the id, else Gymnasium, else the torch-native backend;
 # synthetic ids (rastrigin:D) have a backend of their own (envs/synthetic.py)
 BACKENDS = ("auto", "envpool", "gymnasium", "torch", "synthetic", "problem")
-PROBLEM_PREFIX = "problem:"  # problem:<name>: a user's objective (envs/objective.py)
 
 
 @dataclass(frozen=True)
