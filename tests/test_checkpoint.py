@@ -168,21 +168,37 @@ def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
     best0 = summary["best_fitness"]
     rows0 = len(pd.read_parquet(out / "metrics.parquet"))
 
-    # three generations past the newest checkpoint, so every island has some to run: an
-    # outcome that does not depend on how many a clock would allow
-    res = subprocess.run([sys.executable, "-m", "islands.launch", "--resume", str(out),
-                          "--generations", str(max(gens) + 3)], cwd=ROOT,
+    # The machine's day ends: what a resume needs moves to a fresh directory (no TensorBoard
+    # files), and the run goes on there to an episode budget. It must end as a run that had
+    # not stopped would: at the budget, past it by at most one generation per island (the
+    # episodes before the stop counted, not run again).
+    from islands.experiment.keep import keep
+
+    moved = keep(out, tmp_path / "elsewhere" / "run")
+    assert not (moved / "tb").exists() and (moved / "checkpoints" / "island-01.npz").is_file()
+    before_move = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*"))
+    budget = int(summary["total_episodes"]) + 40
+    res = subprocess.run([sys.executable, "-m", "islands.launch", "--resume", str(moved),
+                          "--max-episodes", str(budget)], cwd=tmp_path,
                          env=subprocess_env(), capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stderr[-3000:]
-    s2 = json.loads((out / "summary.json").read_text())
-    assert s2["stop_reason"] == "generations" and s2["best_fitness"] >= best0
-    df = pd.read_parquet(out / "metrics.parquet")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == before_move
+    s2 = json.loads((moved / "summary.json").read_text())
+    df = pd.read_parquet(moved / "metrics.parquet")
+    per_gen = sum(int(df[df.island == i].sort_values("generation").episodes.diff().max())
+                  for i in range(2))
+    assert s2["stop_reason"] == "episode budget", s2["stop_reason"]
+    assert budget <= s2["total_episodes"] <= budget + per_gen, (s2["total_episodes"], budget)
+    assert s2["best_fitness"] >= best0
     new = df.iloc[rows0:]
     assert len(new) > 0
     for i in range(2):
         g = new[new.island == i].generation
         assert g.min() == gens[i] + 1  # goes on from the checkpoint, not from 0
         assert g.is_monotonic_increasing
+        # and so does its episode count: one generation past the checkpoint's
+        counted = plainstate.load(ck / f"island-0{i}.npz")["counters"]["episodes"]
+        assert 0 < new[new.island == i].episodes.min() - counted <= per_gen
     assert np.all(np.diff(np.maximum.accumulate(df.sort_values("wall_s").best_so_far)) >= 0)
     assert s2["total_evals"] > summary["total_evals"]
 

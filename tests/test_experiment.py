@@ -223,6 +223,10 @@ def test_resume_or_report_of_a_directory_that_is_not_an_experiment(tmp_path, cap
         err = capsys.readouterr().err.strip()
         assert "is not an experiment directory (no experiment.json" in err
     assert list((tmp_path / "stuff").iterdir()) == []
+    assert cli.main(["keep", str(tmp_path / "stuff"), "--out", str(tmp_path / "kept")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "neither an experiment directory" in err and "nor a run directory" in err, err
+    assert "\n" not in err and not (tmp_path / "kept").exists()
 
 
 def test_run_refuses_a_used_directory(tmp_path, capsys):

@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--out", required=True, help="the pooled copy (a new directory)")
     k = sub.add_parser("keep", help="copy what a resume needs (no TensorBoard files) into "
                        "a new directory small enough to commit; resume it on any machine")
-    k.add_argument("dir", help="the experiment directory (stop it first: Ctrl-C)")
+    k.add_argument("dir", help="the experiment directory, or one run's (islands launch's) "
+                   "directory (stop it first: Ctrl-C)")
     k.add_argument("--out", required=True, help="the kept copy (a new directory)")
     return p
 
@@ -101,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
 
             exp_dir = merge(args.dirs, args.out)
         elif args.command == "keep":
-            from .keep import keep, size
+            from .keep import is_run, keep, size
 
             kept = keep(args.dir, args.out)
+            again = (f"python -m islands.launch --resume {kept}" if is_run(kept)
+                     else f"python -m {PROG} resume {kept}")
             print(f"{PROG}: kept {size(kept) / 1024:,.0f} KiB in {kept}; continue it with: "
-                  f"python -m {PROG} resume {kept}")
+                  f"{again}")
             return 0
         else:
             exp_dir = existing(args.dir)

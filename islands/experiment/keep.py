@@ -7,6 +7,10 @@ state without its event files, and for each trial's run directory its config, tr
 metrics, summary, solution and checkpoints (a linear policy's are kilobytes): small enough to
 commit. ``python -m islands.experiment resume KEPT`` continues it on any machine with the
 same commit (its trials' run directories are found under KEPT wherever it lies).
+
+A single run's directory (``islands launch``'s: a ``config.yaml``, no ``experiment.json``) is
+kept the same way, as one trial's run directory is, and continues with
+``python -m islands.launch --resume KEPT``.
 """
 
 from __future__ import annotations
@@ -18,18 +22,29 @@ from .names import EXPERIMENT_JSON, RUNS_DIR, TUNE_DIR
 from .spec import ExperimentError
 
 # a trial's run directory: what `--resume` and the report read (not tb/ nor fitness.png)
-RUN_FILES = ("config.yaml", "trial.json", "metrics.parquet", "summary.json", "solution.npz",
+RUN_CONFIG = "config.yaml"
+RUN_FILES = (RUN_CONFIG, "trial.json", "metrics.parquet", "summary.json", "solution.npz",
              "solution.json")
 SKIP = ("events.out.tfevents*", "tb", "*.png")  # TensorBoard's files, pictures
 
 
+def is_run(d: str | Path) -> bool:
+    """Whether ``d`` is one run's directory (a launch's), not an experiment's."""
+    return (Path(d) / RUN_CONFIG).is_file() and not (Path(d) / EXPERIMENT_JSON).is_file()
+
+
 def keep(src: str | Path, out: str | Path) -> Path:
-    """Copy experiment ``src`` into the new directory ``out`` (see the module docstring)."""
+    """Copy experiment or run ``src`` into the new directory ``out`` (see the module
+    docstring)."""
     src, out = Path(src), Path(out)
-    if not (src / EXPERIMENT_JSON).is_file():
-        raise ExperimentError(f"{src} is not an experiment directory (no {EXPERIMENT_JSON})")
+    if not (src / EXPERIMENT_JSON).is_file() and not is_run(src):
+        raise ExperimentError(f"{src} is neither an experiment directory (no "
+                              f"{EXPERIMENT_JSON}) nor a run directory (no {RUN_CONFIG})")
     if out.exists():
         raise ExperimentError(f"{out} already exists: keep makes a new directory")
+    if is_run(src):
+        _keep_run(src, out)
+        return out
     out.mkdir(parents=True)
     for f in src.iterdir():
         if f.is_file():
@@ -37,14 +52,18 @@ def keep(src: str | Path, out: str | Path) -> Path:
     if (src / TUNE_DIR).is_dir():
         shutil.copytree(src / TUNE_DIR, out / TUNE_DIR, ignore=shutil.ignore_patterns(*SKIP))
     for run in sorted((src / RUNS_DIR).glob("*")) if (src / RUNS_DIR).is_dir() else []:
-        dst = out / RUNS_DIR / run.name
-        dst.mkdir(parents=True)
-        for name in RUN_FILES:
-            if (run / name).is_file():
-                shutil.copy2(run / name, dst / name)
-        if (run / "checkpoints").is_dir():
-            shutil.copytree(run / "checkpoints", dst / "checkpoints")
+        _keep_run(run, out / RUNS_DIR / run.name)
     return out
+
+
+def _keep_run(run: Path, dst: Path) -> None:
+    """A run directory's files that ``--resume`` and the reports read, into new ``dst``."""
+    dst.mkdir(parents=True)
+    for name in RUN_FILES:
+        if (run / name).is_file():
+            shutil.copy2(run / name, dst / name)
+    if (run / "checkpoints").is_dir():
+        shutil.copytree(run / "checkpoints", dst / "checkpoints")
 
 
 def size(d: str | Path) -> int:
