@@ -188,6 +188,11 @@ def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
     per_gen = sum(int(df[df.island == i].sort_values("generation").episodes.diff().max())
                   for i in range(2))
     assert s2["stop_reason"] == "episode budget", s2["stop_reason"]
+    # where it ran: the interrupted segment, kept with the checkpoints, and the resumed one
+    segs = json.loads((moved / "segments.json").read_text())
+    assert [g["stop_reason"] for g in segs] == ["interrupted", "episode budget"]
+    assert segs[0]["episodes"] == summary["total_episodes"] and segs == s2["segments"]
+    assert s2["ran"]["segments"] == 2 and segs[1]["episodes"] == s2["total_episodes"]
     assert budget <= s2["total_episodes"] <= budget + per_gen, (s2["total_episodes"], budget)
     assert s2["best_fitness"] >= best0
     new = df.iloc[rows0:]

@@ -108,9 +108,14 @@ def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(exp
         assert json.loads((exp_dir / RUNS_DIR / t / "trial.json").read_text())["resumed"]
         s = json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
         assert s["generations"]["0"] == 6 and s["stop_reason"] == "generations"
+        # its record of where it ran: stopped with the driver, then resumed to the end
+        segs = [g["stop_reason"] for g in s["segments"]]
+        assert segs[-1] == "generations" and segs[0].startswith("raised "), segs
     fresh = [t for t in after if t not in mid]
     assert not any(json.loads((exp_dir / RUNS_DIR / t / "trial.json").read_text())["resumed"]
                    for t in fresh)
+    assert all(len(json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
+                   ["segments"]) == 1 for t in fresh if t not in before)
 
 
 def test_results_hold_one_row_per_run_with_the_grid_and_the_outcome(experiment):

@@ -656,8 +656,29 @@ def test_mujoco_report_compares_training_episodes_with_ars(tmp_path):
         rows = island_rows([{"dt": 10.0, "best": [1, 2, 3], "evals": spent // 3}])
         make_run(exp, trial, seed, params, {"islands": 1}, rows, solved=at is not None,
                  episodes_to_solve=at, total_episodes=spent, test_mean=1.0)
+    # where they ran: t0 stopped on one machine at night and resumed on another the next
+    # day; t1 in one go; t2 and t3 before runs recorded it
+    from islands.output import segments
+
+    def seg(host, boot, started, ended, hours):
+        return {"host": host, "boot": boot, "cpus": 2, "memory_gb": 23.5, "commit": "abc",
+                "started": started, "ended": ended, "hours": hours,
+                "stop_reason": "interrupted", "episodes": 100}
+
+    segments.append(exp / "runs" / "t0", seg("vm", "aaaa", "2026-11-28T22:00:00+00:00",
+                                             "2026-11-29T01:00:00+00:00", 3.0))
+    segments.append(exp / "runs" / "t0", seg("vm", "bbbb", "2026-11-30T09:00:00+00:00",
+                                             "2026-11-30T10:30:00+00:00", 1.5))
+    segments.append(exp / "runs" / "t1", seg("vm", "aaaa", "2026-11-28T10:00:00+00:00",
+                                             "2026-11-28T11:00:00+00:00", 1.0))
     text = write_report(exp).read_text()
     assert "## MuJoCo locomotion against ARS" in text
+    assert "## Where the runs ran" in text
+    # t0: 2 segments, 2 machines (same host, other boot), 3 UTC days, 4.5 hours
+    assert ("| Swimmer-v4 | 1000 | 2 | 2 | 3 | 4.5 | 2026-11-28 22:00 | 2026-11-30 10:30 |"
+            ) in text, text
+    assert "| Swimmer-v4 | 1001 | 1 | 1 | 1 | 1 |" in text
+    assert "| Hopper-v4 | 1000 | 0 | 0 | 0 | 0 |" in text
     # Swimmer: both solved, KM median 300 (S = 1/2 there) against ARS's 427; Hopper: one
     # solved at 5,000, one censored at 6,000: median 5,000 against 1,973 (3x = 5,919)
     assert re.search(r"\| Swimmer-v4 \| 2 \| 2 \| 300 \[[^]]*\] \| 427 \| 0\.70\d* \| 2/2 \|", text)

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..output.segments import read as read_segments
+from ..output.segments import where_ran
 from .cells import FAILED, complete
 from .names import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 
@@ -47,6 +49,8 @@ RUN_COLUMNS = (
     "episodes_used", "wall_used", "solved_at_total",
     "stopped_by_clock", "s_per_gen", "peak_mem_mb", "env_steps_per_s", "evals_per_s_island",
     "stop_reason", "cpus_per_island", "shared_cpus", "started_at", "ended_at", "concurrency",
+    # where and when it ran, over its segments (output.segments: one per start or resume)
+    "segments", "machines", "days", "run_hours", "first_start", "last_end",
 )
 ID_COLUMNS = ("trial", "label", "seed", "config")
 CURVE_COLUMNS = ("trial", "seed", "wall_s", "total_evals", "total_env_steps", "best_fitness")
@@ -247,6 +251,9 @@ def _run_row(exp: Path, planned: dict[str, Any], meta: dict[str, Any],
     fixed["stopped_by_clock"] = status == "timeout"
     fixed |= {k: record.get(k) for k in ("cpus_per_island", "shared_cpus", "started_at",
                                          "ended_at")}
+    ran = where_ran(read_segments(run))
+    fixed |= {"segments": ran["segments"], "machines": ran["machines"], "days": ran["days"],
+              "run_hours": ran["hours"], "first_start": ran["first"], "last_end": ran["last"]}
     # a grid field's value as the experiment gave it; a field also in the fixed columns
     # keeps one column (the grid's value, which names the configuration)
     params = {k: param_value(info["params"].get(k, cfg.get(k, fixed.get(k)))) for k in grid}

@@ -24,7 +24,7 @@ from .spec import ExperimentError
 # a trial's run directory: what `--resume` and the report read (not tb/ nor fitness.png)
 RUN_CONFIG = "config.yaml"
 RUN_FILES = (RUN_CONFIG, "trial.json", "metrics.parquet", "summary.json", "solution.npz",
-             "solution.json")
+             "solution.json", "segments.json")
 SKIP = ("events.out.tfevents*", "tb", "*.png")  # TensorBoard's files, pictures
 
 

@@ -132,11 +132,17 @@ def _to_solve(result) -> dict[str, Any]:
 
 
 def write_outputs(rd: RunDir, cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo],
-                  result, startup_s: float) -> dict[str, Any]:
+                  result, startup_s: float, segments: list[dict[str, Any]] | None = None
+                  ) -> dict[str, Any]:
     """Write metrics.parquet, summary.json, solution.npz/.json and fitness.png; returns the
-    summary."""
+    summary. ``segments``: where and when the run ran (``output.segments``), repeated in
+    the summary with its brief."""
+    from .segments import where_ran
+
     rd.write_metrics(result.rows)
     summary = summarize(cfg, plan, infos, result, startup_s)
+    if segments is not None:
+        summary |= {"segments": segments, "ran": where_ran(segments)}
     rd.write_summary(summary)
     best = result.best
     if best is not None:

@@ -48,7 +48,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     each island report (the experiment runner forwards it to Tune)."""
     from ..config.resume import check_resume, prior_rows, settle_run_dir
 
-    t_start = time.monotonic()
+    t_start, started_at = time.monotonic(), time.time()
     resume = cfg.resume is not None
     cfg = settle_run_dir(cfg, out)
     out = cfg.out
@@ -56,7 +56,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     if display and not cfg.quiet:
         print(dashboard_line(cfg), flush=True)
     SIGNALS.install()
-    arch, autoscaled = None, False
+    arch, autoscaled, rd, segments = None, False, None, None
     try:
         nodes = cluster_nodes()
         plan, nodes, autoscaled = _plan(cfg, nodes, display)
@@ -77,7 +77,12 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
             arch.prior_rows = prior_rows(out)
         rd.write_config(cfg.to_yaml_dict())
         result = _drive(arch, cfg, rd, plan, infos, display, observer)
-        return write_outputs(rd, cfg, plan, infos, result, startup_s)
+        segments = _log_segment(rd, started_at, result.stop_reason, result.totals["episodes"])
+        return write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
+    except BaseException as e:  # a Tune trial stopped, a crash: the segment still counts
+        if rd is not None and segments is None:
+            _log_segment(rd, started_at, f"raised {type(e).__name__}", None)
+        raise
     finally:
         SIGNALS.arch = None
         if autoscaled:  # the run never got going: let idle nodes go again
@@ -86,6 +91,16 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
             arch.shutdown()
         if started:
             ray.shutdown()
+
+
+def _log_segment(rd: RunDir, started_at: float, stop_reason: str,
+                 episodes: int | None) -> list[dict[str, Any]]:
+    """Append this run segment (machine, commit, times) to the run directory's record."""
+    from ..experiment.provenance import commit
+    from ..output import segments
+
+    return segments.append(rd.path, segments.segment(started_at, time.time(), stop_reason,
+                                                     episodes, commit()))
 
 
 def _plan(cfg: Config, nodes: list[dict[str, float]], display: bool

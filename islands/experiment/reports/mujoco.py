@@ -54,6 +54,23 @@ def mujoco_table(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def where_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per run: on how many machines, over how many days and segments (a start and each
+    resume) it ran, its hours and its first start and last end (UTC)."""
+    cols = ["segments", "machines", "days", "run_hours", "first_start", "last_end"]
+    done = ran(results)
+    if "segments" not in done or not (pd.to_numeric(done["segments"]) > 0).any():
+        return pd.DataFrame()
+    t = done[["env", "seed", *cols]].rename(columns={"run_hours": "hours",
+                                                    "first_start": "first start (UTC)",
+                                                    "last_end": "last end (UTC)"})
+    t = t.sort_values(["env", "seed"]).reset_index(drop=True)
+    t["seed"] = t["seed"].astype(str)  # a name, not a count to print with a comma
+    for c in ("first start (UTC)", "last end (UTC)"):  # "2026-11-29 02:01"
+        t[c] = t[c].map(lambda v: v[:16].replace("T", " ") if isinstance(v, str) else v)
+    return t
+
+
 def mujoco_report(ctx: Context) -> list[str]:
     t = mujoco_table(ctx.results)
     if t.empty:
@@ -66,4 +83,15 @@ def mujoco_report(ctx: Context) -> list[str]:
             f"**Answer.** The median training episodes to the threshold are at most ARS "
             f"V2-t's on {beat} of {len(t)} tasks (Kaplan-Meier medians; ARS's figures are "
             f"its paper's, on the Gym v1 tasks; these runs use EnvPool's v4 builds). "
-            f"Ratios: {ratios}.", ""]
+            f"Ratios: {ratios}.", "", *_where_section(ctx.results)]
+
+
+def _where_section(results: pd.DataFrame) -> list[str]:
+    w = where_table(results)
+    if w.empty:
+        return []
+    return ["## Where the runs ran", "",
+            "A segment is a start or a resume (`islands.experiment keep`, then `resume` on "
+            "another machine); machines are told apart by host and boot id, days are UTC "
+            "calendar days; a segment whose machine was lost outright left no record.", "",
+            *md_table(w), ""]

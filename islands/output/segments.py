@@ -1,0 +1,87 @@
+"""Where and when a run ran: one segment per start or ``--resume``, in ``segments.json``.
+
+A run longer than a machine's day (Walker2d, Ant, Humanoid on 2 cores) is stopped, kept
+(``islands.experiment keep``) and resumed on another machine, maybe days later. Each
+segment records the machine (host name, the kernel's boot id, which tells apart machines
+that share a host name as cloned VMs do, CPUs, memory), the commit, when it started and
+ended in UTC, why it stopped and the run's training episodes when it did. The driver
+appends a segment when its run returns or raises (an interrupt, a Tune trial stopped), and
+``summary.json`` repeats the list; ``keep`` copies the file with the checkpoints. A segment
+whose machine was lost outright leaves no record (its work since the last checkpoint is
+done again by the next segment).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+
+SEGMENTS_FILE = "segments.json"
+
+
+def machine() -> dict[str, Any]:
+    """This machine: host name, boot id (8 characters, "" where the kernel has none), CPUs,
+    memory in GiB (None where it cannot be read)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+    except OSError:
+        boot = ""
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError, AttributeError):
+        mem = None
+    return {"host": platform.node(), "boot": boot, "cpus": os.cpu_count(),
+            "memory_gb": None if mem is None else round(mem, 1)}
+
+
+def _utc(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+        timespec="seconds")
+
+
+def segment(started_at: float, ended_at: float, stop_reason: str, episodes: int | None,
+            commit: str) -> dict[str, Any]:
+    """One segment of a run: this machine, from ``started_at`` to ``ended_at`` (epoch
+    seconds), the stop reason and the run's training episodes at its end (None where the
+    segment ended by an exception before the run loop returned its totals)."""
+    return {**machine(), "commit": commit, "started": _utc(started_at),
+            "ended": _utc(ended_at), "hours": round((ended_at - started_at) / 3600, 3),
+            "stop_reason": stop_reason, "episodes": None if episodes is None else int(episodes)}
+
+
+def read(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The segments recorded in ``run_dir`` ([] for none, or a file that does not parse)."""
+    try:
+        segs = json.loads((Path(run_dir) / SEGMENTS_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return segs if isinstance(segs, list) else []
+
+
+def append(run_dir: str | Path, seg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Add ``seg`` to ``run_dir``'s segments (atomically); returns them all."""
+    segs = [*read(run_dir), seg]
+    path = Path(run_dir) / SEGMENTS_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(segs, indent=2) + "\n")
+    tmp.replace(path)
+    return segs
+
+
+def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """A run's segments in brief: how many, on how many machines (host and boot id), over
+    how many UTC calendar days, the hours run, and the first start and last end."""
+    segs = segments or []
+    if not segs:
+        return {"segments": 0, "machines": 0, "days": 0, "hours": 0.0, "first": None,
+                "last": None}
+    days = {s[key][:10] for s in segs for key in ("started", "ended")}
+    return {"segments": len(segs),
+            "machines": len({(s.get("host"), s.get("boot")) for s in segs}),
+            "days": len(days), "hours": round(sum(s.get("hours", 0.0) for s in segs), 2),
+            "first": segs[0]["started"], "last": segs[-1]["ended"]}

@@ -1,0 +1,36 @@
+"""Where and when a run ran (``islands.output.segments``): the record a resume appends to,
+and its brief (segments, machines, UTC days, hours)."""
+
+from islands.output import segments
+
+
+def test_a_segment_names_this_machine_and_its_utc_times():
+    s = segments.segment(1_795_000_000.0, 1_795_007_200.0, "interrupted", 1234, "abc123")
+    m = segments.machine()
+    assert {k: s[k] for k in ("host", "boot", "cpus")} == {k: m[k] for k in ("host", "boot",
+                                                                           "cpus")}
+    assert s["cpus"] >= 1 and s["commit"] == "abc123"
+    assert s["started"].endswith("+00:00") and s["hours"] == 2.0
+    assert (s["stop_reason"], s["episodes"]) == ("interrupted", 1234)
+    assert segments.segment(0.0, 1.0, "raised KeyboardInterrupt", None, "x")["episodes"] is None
+
+
+def test_segments_append_across_resumes_and_sum_up(tmp_path):
+    assert segments.read(tmp_path) == [] and segments.where_ran([])["segments"] == 0
+    a = {"host": "vm", "boot": "aa", "started": "2026-11-28T23:00:00+00:00",
+         "ended": "2026-11-29T00:30:00+00:00", "hours": 1.5}
+    b = {"host": "vm", "boot": "bb", "started": "2026-12-01T08:00:00+00:00",
+         "ended": "2026-12-01T09:00:00+00:00", "hours": 1.0}
+    segments.append(tmp_path, a)
+    assert segments.append(tmp_path, b) == [a, b] == segments.read(tmp_path)
+    assert segments.where_ran([a, b]) == {
+        "segments": 2, "machines": 2, "days": 3, "hours": 2.5,
+        "first": "2026-11-28T23:00:00+00:00", "last": "2026-12-01T09:00:00+00:00"}
+    assert segments.where_ran([a, a])["machines"] == 1
+
+
+def test_an_unreadable_record_reads_as_none_rather_than_failing_a_report(tmp_path):
+    (tmp_path / segments.SEGMENTS_FILE).write_text("{not json")
+    assert segments.read(tmp_path) == []
+    (tmp_path / segments.SEGMENTS_FILE).write_text('{"a": 1}')
+    assert segments.read(tmp_path) == []
