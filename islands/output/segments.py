@@ -20,7 +20,6 @@ import platform
 from pathlib import Path
 from typing import Any
 
-
 SEGMENTS_FILE = "segments.json"
 
 
