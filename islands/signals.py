@@ -7,7 +7,7 @@ from typing import Any
 
 
 class _Signals:
-    """The process's handlers; ``arch`` is the archipelago to stop (its ``stop_signal``)."""
+    """The process's handlers; ``arch`` is the runtime to stop (its ``on_signal``)."""
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -18,7 +18,7 @@ class _Signals:
         first = self.received is None
         self.received = signum
         if first and self.arch is not None:
-            self.arch.stop_signal = signum
+            self.arch.on_signal(signum)
             return
         raise KeyboardInterrupt
 

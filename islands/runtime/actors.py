@@ -167,10 +167,11 @@ class IslandActor:
 class IslandRef:
     """One island inside its :class:`IslandActor`: the per-island calls, routed by island
     index; each returns an ObjectRef. ``actor`` is the process's handle (to kill, and for
-    the loop's batched ``evolve_batch``: islands/runtime/calls.py)."""
+    the loop's batched ``evolve_batch``: islands/runtime/calls.py), ``host`` its number
+    among the run's processes (``Archipelago.hosts``)."""
 
-    def __init__(self, actor, index: int) -> None:
-        self.actor, self.index = actor, index
+    def __init__(self, actor, index: int, host: int = 0) -> None:
+        self.actor, self.index, self.host = actor, index, host
 
     def checkpoint(self):
         return self.actor.checkpoint.remote(self.index)

@@ -9,8 +9,9 @@ tests what still needs a test and chooses the solution (``candidates.Validation`
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
@@ -18,7 +19,7 @@ import ray
 from ..candidates import Candidate
 from ..config import Config
 from ..coordinator import CoordinatorSpec
-from ..messages import HallOfFame, IslandInfo
+from ..messages import HallOfFame, HofSummary, IslandCall, IslandInfo
 from ..output.progress import budgets_of
 from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
@@ -33,6 +34,7 @@ from .actors import (
 )
 from .cluster import root_message
 from .loop import RunLoop, RunResult
+from .port import CallFailed, CallLost
 
 log = logging.getLogger("islands.driver")
 
@@ -74,14 +76,14 @@ class Archipelago:
         # Worker processes and the islands each hosts (planning.plan_hosts).
         self.hosts = hosts or group_islands(plan, cfg.islands_per_process)
         self.resume = resume  # islands and coordinator start from their checkpoints
-        self.prior_rows: list[dict[str, Any]] = []  # metrics of the run being resumed
-        self.stop_signal: int | None = None  # set (by a signal handler) to stop the run
+        self.stop_signal: int | None = None  # the signal that stops the run (on_signal)
         self.stop_request: str | None = None  # request_stop's reason
         self.islands: list[IslandRef] = []  # by island index
-        self.actors: list[Any] = []  # one per host
+        self.actors: list[Any] = []  # one per host, as ``hosts``
         self.coordinator = None
         self.tester = None
         self.infos: list[IslandInfo] = []
+        self.start_hof = HofSummary(-math.inf, None, None)  # wait_ready: a resumed run's
 
     # ---- actors ----------------------------------------------------------------------
     def _names(self) -> list[str]:
@@ -116,7 +118,8 @@ class Archipelago:
             cfg.checkpoint_uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
 
     def _start_host(self, host: HostSpec, ckpt: CheckpointSpec | None) -> dict[int, IslandRef]:
-        """Create one host's actor (it builds its islands while the caller goes on)."""
+        """Create one host's actor (it builds its islands while the caller goes on); the
+        caller adds ``host`` to ``hosts``, after the actors started before it."""
         need = host.needs()
         opts: dict[str, Any] = dict(name=host.name, namespace=self.cfg.namespace,
                                     num_cpus=need.pop("CPU", 0.0),
@@ -126,7 +129,7 @@ class Archipelago:
         actor = IslandActor.options(**opts).remote(
             list(host.islands), self.cfg.eval_spec(), self.cfg.seed, self.cfg.device, ckpt)
         self.actors.append(actor)
-        return {s.index: IslandRef(actor, s.index) for s in host.islands}
+        return {s.index: IslandRef(actor, s.index, len(self.actors) - 1) for s in host.islands}
 
     def add_islands(self, specs: list[IslandSpec]) -> list[tuple[IslandSpec, IslandRef]]:
         """Start islands that join a running archipelago (``--elastic``): new hosts, placed
@@ -157,6 +160,7 @@ class Archipelago:
             raise StartError(f"the coordinator failed to start: {root_message(e)}") from None
         self.infos = [self._wait_island(spec, h, timeout)
                       for spec, h in zip(self.plan, self.islands, strict=True)]
+        self.start_hof = ray.get(self.coordinator.hof_summary.remote())
         # The tester starts now, not with the islands: its imports (seconds of CPU) then
         # overlap the first generations, when there is nothing to test yet, instead of
         # slowing the islands' start. Stateless: after a restart Ray may re-run its calls.
@@ -205,20 +209,78 @@ class Archipelago:
                 time.sleep(0.05)
         self.islands, self.actors, self.coordinator, self.tester = [], [], None, None
 
-    # ---- calls the loop makes --------------------------------------------------------
-    def submit_test(self, cand: Candidate, n: int, screen: bool = True):
-        """Test ``cand`` (the run's ``n``-th test) on fresh episodes; with ``screen`` a
-        short screen first rejects candidates clearly below the target."""
-        return self.tester.test.remote(
-            self.cfg.test_spec(), cand.params, cand.obs_stats,
-            candidate_test_seed(self.cfg.seed, n), self.cfg.fitness_target if screen else None)
+    # ---- calls the loop makes (port.Runtime) ----------------------------------------
+    def clock(self) -> float:
+        return time.monotonic()
 
-    def submit_retest(self, cand: Candidate, n: int, screen: bool = True):
-        """Confirm ``cand`` (the run's ``n``-th confirmation) on ``retest_episodes`` episodes
-        that no test, training or other run meets (``seeds.retest_seed``)."""
-        return self.tester.test.remote(
-            self.cfg.retest_spec(), cand.params, cand.obs_stats,
-            retest_seed(self.cfg.seed, n), self.cfg.fitness_target if screen else None)
+    def idle(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def on_signal(self, signum: int) -> None:
+        """A signal handler's: end the run as interrupted (signals.SIGNALS)."""
+        self.stop_signal = signum
+
+    def stop_reason(self) -> str | None:
+        if self.stop_signal is not None:
+            return "interrupted"
+        return self.stop_request
+
+    def island_hosts(self) -> list[int]:
+        """Per island, the number of the host process that serves it."""
+        return [r.host for r in self.islands]
+
+    def evolve(self, host: int, calls: list[IslandCall]):
+        return self.actors[host].evolve_batch.remote(calls)
+
+    def report(self, ids: list[int | None], batch):
+        # the batch's ref, not its values: the coordinator reads it from the object store
+        return self.coordinator.report_batch.remote(ids, batch)
+
+    def test(self, kind: str, cand: Candidate, n: int, screen: bool = True):
+        """Test ``cand`` (the run's ``n``-th test, ``kind`` "test") on fresh episodes, or
+        confirm it ("retest") on ``retest_episodes`` episodes that no test, training or
+        other run meets (``seeds.retest_seed``); with ``screen`` a short screen first
+        rejects candidates clearly below the target."""
+        spec, seed = ((self.cfg.retest_spec(), retest_seed(self.cfg.seed, n)) if kind == "retest"
+                      else (self.cfg.test_spec(), candidate_test_seed(self.cfg.seed, n)))
+        return self.tester.test.remote(spec, cand.params, cand.obs_stats, seed,
+                                       self.cfg.fitness_target if screen else None)
+
+    @staticmethod
+    def wait(futures: Sequence[Any], timeout: float) -> list[Any]:
+        """At 1,024 islands, thousands of events a second: every ready ref is taken per
+        pass over the refs (docs/results/scale.md)."""
+        refs = list(futures)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        if ready and len(refs) > 1:
+            ready = ray.wait(refs, num_returns=len(refs), timeout=0)[0] or ready
+        return ready
+
+    @staticmethod
+    def get(future, timeout: float | None = None) -> Any:
+        try:
+            return ray.get(future, timeout=timeout)
+        except ray.exceptions.GetTimeoutError as e:
+            raise TimeoutError(str(e)) from None
+        except ray.exceptions.RayActorError as e:
+            raise CallLost(root_message(e) or type(e).__name__,
+                           died=isinstance(e, ray.exceptions.ActorDiedError)) from e
+        except ray.exceptions.RayError as e:
+            raise CallFailed(root_message(e) or type(e).__name__) from e
+
+    def release_islands(self) -> None:
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+
+    def kill_host(self, host: int) -> None:
+        """Kill host process ``host`` for good (an elastic run lets its islands go)."""
+        ray.kill(self.actors[host], no_restart=True)
+
+    def plug_in(self, calls, clock: tuple[float, float], joined):
+        """The elastic controller of an ``--elastic`` run (a no-op one otherwise)."""
+        from .elastic import plug_in
+
+        return plug_in(self.cfg, self, calls, clock, joined)
 
     def coordinator_final(self, in_flight: dict[Any, tuple[list, Any]],
                           unsent: list[tuple[list, Any]], timeout: float = 120.0
@@ -264,12 +326,13 @@ class Archipelago:
                 errors.append({"where": where, "message": root_message(e)})
         return resend
 
-    def final_checkpoint(self, islands: list[IslandRef], timeout: float = 120.0
+    def final_checkpoint(self, islands: list[int], timeout: float = 120.0
                          ) -> list[dict[str, Any]]:
         """Checkpoint the given islands and the coordinator; a call that fails or takes
         longer than ``timeout`` leaves that actor's previous checkpoint in place (a resume
         starts from there) and is returned as an error for the summary."""
-        refs = [(f"final checkpoint of island {h.index}", h.checkpoint()) for h in islands]
+        refs = [(f"final checkpoint of island {i}", self.islands[i].checkpoint())
+                for i in islands]
         refs.append(("final checkpoint of the coordinator", self.coordinator.checkpoint.remote()))
         deadline = time.monotonic() + timeout
         errors = []
@@ -290,10 +353,11 @@ class Archipelago:
         waited for. Safe from ``on_report`` and from another thread."""
         self.stop_request = str(reason)
 
-    def run(self, on_report: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
-            ) -> RunResult:
+    def run(self, on_report: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+            prior_rows: list[dict[str, Any]] | None = None) -> RunResult:
         """Drive the islands until a stop condition (:class:`.loop.RunLoop`); then wrap up.
-        ``on_report(row, status)`` is called after each island report."""
-        loop = RunLoop(self, on_report)
+        ``on_report(row, status)`` is called after each island report; ``prior_rows``: the
+        metrics of the run being resumed."""
+        loop = RunLoop(self, on_report, prior_rows)
         loop.run()
         return loop.wrap_up()

@@ -13,16 +13,14 @@ process with one island makes batches of one.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import ray
 
 from ..messages import CoordinatorReply, Emigrants, EvolveResult, IslandCall, IslandFailure
-from .cluster import root_message
+from .port import CallFailed, CallLost, Runtime
 
 log = logging.getLogger("islands.driver")
 
@@ -69,30 +67,27 @@ class IslandSlot:
 
 class IslandCalls:
     """One call in flight per island (its host's batch), each island's mail for its next
-    call, and the resubmission of calls lost to a dead or restarting actor: one
-    :class:`IslandSlot` per island, the batching per host process."""
+    call, and the resubmission of calls lost to a dead or restarting process: one
+    :class:`IslandSlot` per island, the batching per host process. ``runtime`` sends the
+    batches and reads their results (``port.Runtime``)."""
 
-    def __init__(self, handles: list[Any], k: int, max_restarts: int) -> None:
-        self.k, self.max_restarts = k, max_restarts
+    def __init__(self, runtime: Runtime, hosts: list[int], k: int, max_restarts: int) -> None:
+        self.runtime, self.k, self.max_restarts = runtime, k, max_restarts
         self.slots: list[IslandSlot] = []
-        self._hosts: dict[int, int] = {}  # id(actor handle) -> host number
-        self.actor_of: dict[int, Any] = {}
-        self.queued: dict[int, list[int]] = {}
+        self.queued: dict[int, list[int]] = {}  # host -> islands whose call waits for it
         self.busy_hosts: set[int] = set()
         self.pending: dict[Any, tuple[int, list[int]]] = {}  # batch -> (host, islands)
         self.dropped = Failures("islands dropped")  # islands that failed or died for good
-        for h in handles:
+        for h in hosts:
             self.add(h)
         # whether the run wants candidate offers now (RunLoop: the tester's queue has room)
         self.wants_offers: Callable[[], bool] = lambda: True
 
-    def add(self, handle) -> int:
-        """One more island (its ``IslandRef``), numbered after the others; returns its
-        index. Islands of one actor share a host."""
-        h = self._hosts.setdefault(id(handle.actor), len(self._hosts))
-        self.actor_of[h] = handle.actor
-        self.queued.setdefault(h, [])
-        self.slots.append(IslandSlot(h))
+    def add(self, host: int) -> int:
+        """One more island, served by process ``host``, numbered after the others; returns
+        its index."""
+        self.queued.setdefault(host, [])
+        self.slots.append(IslandSlot(host))
         return len(self.slots) - 1
 
     def __len__(self) -> int:
@@ -140,7 +135,7 @@ class IslandCalls:
         for h, islands in self.queued.items():
             if islands and h not in self.busy_hosts:
                 calls = [self.slots[i].call for i in islands]
-                self.pending[self.actor_of[h].evolve_batch.remote(calls)] = (h, islands)
+                self.pending[self.runtime.evolve(h, calls)] = (h, islands)
                 self.busy_hosts.add(h)
                 self.queued[h] = []
 
@@ -168,13 +163,13 @@ class IslandCalls:
         if all(self.slots[i].retired for i in islands):
             return islands, []
         try:
-            results = ray.get(ref)
-        except ray.exceptions.RayActorError as e:
+            results = self.runtime.get(ref)
+        except CallLost as e:
             for i in islands:
                 self._lost(i, e)
             return islands, []
-        except ray.exceptions.RayError as e:
-            results = [IslandFailure(i, root_message(e)) for i in islands]
+        except CallFailed as e:
+            results = [IslandFailure(i, str(e)) for i in islands]
         out = []
         for i, r in zip(islands, results, strict=True):
             slot = self.slots[i]
@@ -190,22 +185,20 @@ class IslandCalls:
                 out.append((i, r))
         return islands, out
 
-    def _lost(self, i: int, e: Exception) -> None:
+    def _lost(self, i: int, e: CallLost) -> None:
         # The island's process died: Ray restarts it (max_restarts) from its checkpoint;
         # resubmit its call until it answers again.
         slot = self.slots[i]
         slot.failures += 1
         slot.lost += 1
-        died = isinstance(e, ray.exceptions.ActorDiedError)
-        if self.max_restarts == 0 or slot.failures > (5 if died else 60):
+        if self.max_restarts == 0 or slot.failures > (5 if e.died else 60):
             slot.alive = False
-            log.error("island %d died and is dropped from the run: %s", i, root_message(e))
+            log.error("island %d died and is dropped from the run: %s", i, e)
             self.dropped.add(f"island {i}", f"died and was dropped from the run (calls "
-                             f"lost in a row: {slot.failures}): {root_message(e)}")
+                             f"lost in a row: {slot.failures}): {e}")
         else:
-            log.warning("island %d is unavailable (%s); resubmitting its call", i,
-                        type(e).__name__)
-            slot.retry_at = time.monotonic() + min(0.5 * slot.failures, 2.0)
+            log.warning("island %d is unavailable (%s); resubmitting its call", i, e)
+            slot.retry_at = self.runtime.clock() + min(0.5 * slot.failures, 2.0)
 
     def busy(self) -> bool:
         return bool(self.pending or any(s.retry_at is not None for s in self.slots)
@@ -218,8 +211,8 @@ class CoordinatorOutbox:
     lost while it was down (it restarts from its checkpoint) are resent, with the best
     result seen so far, so no emigrant and no hall-of-fame entry is lost."""
 
-    def __init__(self, coordinator, max_restarts: int) -> None:
-        self.coordinator, self.max_restarts = coordinator, max_restarts
+    def __init__(self, runtime: Runtime, max_restarts: int) -> None:
+        self.runtime, self.max_restarts = runtime, max_restarts
         # reply -> (island per position of the batch, None where it failed; batch ref)
         self.in_flight: dict[Any, tuple[list[int | None], Any]] = {}
         self.retry: list[tuple[list[int | None], Any]] = []
@@ -230,7 +223,7 @@ class CoordinatorOutbox:
     def send(self, ids: list[int | None], ref, batch: Batch):
         """Report a host batch: ``ids`` names the island at each position of the batch
         ``ref`` holds (None: its call failed, nothing to report). Returns the reply's ref."""
-        reply = self.coordinator.report_batch.remote(ids, ref)
+        reply = self.runtime.report(ids, ref)
         self.in_flight[reply] = (ids, ref)
         fin = [float(x) for _, r in batch for x in r.emigrants.fitness if np.isfinite(x)]
         if fin and (self.best_seen is None or max(fin) > self.best_seen[0]):
@@ -240,21 +233,21 @@ class CoordinatorOutbox:
     def resend_due(self, now: float) -> None:
         if self.retry and now >= self.retry_at:
             for ids, r in self.retry:
-                self.in_flight[self.coordinator.report_batch.remote(ids, r)] = (ids, r)
+                self.in_flight[self.runtime.report(ids, r)] = (ids, r)
             self.retry = []
 
     def take(self, ref) -> list[tuple[int, CoordinatorReply]]:
         """(island, reply) for each island of a finished report (none: lost or failed)."""
         ids, batch_ref = self.in_flight.pop(ref)
         try:
-            replies = ray.get(ref)
-        except ray.exceptions.RayActorError as e:
+            replies = self.runtime.get(ref)
+        except CallLost as e:
             if self.max_restarts == 0:
                 self._failed(ids, e)
             else:
                 self._buffer(ids, batch_ref, e)
             return []
-        except ray.exceptions.RayError as e:
+        except CallFailed as e:
             self._failed(ids, e)
             return []
         return [(i, r) for i, r in zip(ids, replies, strict=True) if i is not None]
@@ -262,20 +255,18 @@ class CoordinatorOutbox:
     def _failed(self, ids: list[int | None], e: Exception) -> None:
         # The report's hall-of-fame update and migrants are lost (those of the batch's
         # islands before the one it failed on were taken; their reply, with their mail, not).
-        log.error("coordinator report for islands %s failed: %s", _named(ids),
-                  root_message(e))
+        log.error("coordinator report for islands %s failed: %s", _named(ids), e)
         self.failed.add(f"coordinator report of island {_named(ids)} during the run",
-                        f"{root_message(e)} (its hall-of-fame update and migrants are lost)")
+                        f"{e} (its hall-of-fame update and migrants are lost)")
 
     def _buffer(self, ids: list[int | None], batch_ref, e: Exception) -> None:
         if not self.retry:
-            log.warning("the coordinator is unavailable (%s); buffering reports for it",
-                        type(e).__name__)
+            log.warning("the coordinator is unavailable (%s); buffering reports for it", e)
         self.retry.append((ids, batch_ref))
         best = self.best_seen
         if best is not None and all(r is not best[2] for _, r in self.retry):
             self.retry.append((best[1], best[2]))
-        self.retry_at = time.monotonic() + 0.5
+        self.retry_at = self.runtime.clock() + 0.5
 
 
 def _named(ids: list[int | None]) -> str:

@@ -73,10 +73,9 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         autoscaled = _ask_for_elastic_room(cfg, plan)
         startup_s = time.monotonic() - t_start
         rd = RunDir(out) if resume else RunDir.create(out)
-        if resume:
-            arch.prior_rows = prior_rows(out)
         rd.write_config(cfg.to_yaml_dict())
-        result = _drive(arch, cfg, rd, plan, infos, display, observer)
+        result = _drive(arch, cfg, rd, plan, infos, display, observer,
+                        prior_rows(out) if resume else [])
         segments = _log_segment(rd, started_at, result.stop_reason, result.totals["episodes"])
         return write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
     except BaseException as e:  # a Tune trial stopped, a crash: the segment still counts
@@ -148,8 +147,9 @@ def _ask_for_elastic_room(cfg: Config, plan) -> bool:
 
 
 def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: bool,
-           observer: Observer | None = None):
-    """The run itself, with the live table and periodic metrics flushes."""
+           observer: Observer | None = None, prior_rows: list[dict[str, Any]] | None = None):
+    """The run itself, with the live table and periodic metrics flushes; ``prior_rows``:
+    the metrics of the run being resumed."""
     from ..output.display import Display
     from ..output.progress import budgets_of
     from ..output.scalars import ScalarLog
@@ -183,7 +183,7 @@ def _drive(arch: Archipelago, cfg: Config, rd: RunDir, plan, infos, display: boo
                 rd.write_metrics(status.rows)
                 flushed[0] = time.monotonic()
 
-        result = arch.run(on_report=on_report)
+        result = arch.run(on_report=on_report, prior_rows=prior_rows)
         scalars.log_final(result.test, result.solved, result.retest)
         return result
 

@@ -148,7 +148,7 @@ class Elastic:
         now = time.monotonic()
         for spec, handle in self.arch.add_islands(specs):
             # counted (and not called) from now on: a host still starting has no node yet
-            index = calls.add(handle)
+            index = calls.add(handle.host)
             assert index == spec.index, (index, spec.index)
             self.node_of[spec.index] = None
             self.joining[handle.info()] = (spec, handle, now)
@@ -194,7 +194,7 @@ class Elastic:
         islands = calls.retire_host(h)
         if not islands:
             return
-        ray.kill(calls.actor_of[h], no_restart=True)
+        self.arch.kill_host(h)
         self._tell("retire", islands)
         self.moving.discard(h)
         self._event("retired", islands, self.node_of.get(islands[0]),

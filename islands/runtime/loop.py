@@ -5,7 +5,8 @@ Who does what:
 - Each island evolves ``gens_per_call`` generations per call; :class:`.calls.IslandCalls`
   keeps exactly one call in flight per island, sent with the other calls due in its worker
   process as one batch (islands/runtime/calls.py).
-- ``ray.wait`` hands back whatever finished; one handler per kind of event takes each:
+- The runtime (``port.Runtime``: Ray's actors, or a virtual clock) hands back whatever
+  finished; one handler per kind of event takes each:
   :meth:`RunLoop.on_island_result` forwards a batch to the coordinator through the
   :class:`.calls.CoordinatorOutbox` (the object ref, so the data go store-to-store), then
   per island records the report, offers its best to the
@@ -32,11 +33,9 @@ import collections
 import dataclasses
 import logging
 import math
-import time
 from typing import Any
 
 import numpy as np
-import ray
 
 from ..candidates import (
     CANDIDATE_SETS,
@@ -48,8 +47,7 @@ from ..candidates import (
 )
 from ..messages import EvolveResult, IslandInfo, RunStatus
 from .calls import CoordinatorOutbox, IslandCalls
-from .cluster import root_message
-from .elastic import plug_in
+from .port import CallFailed, CallLost, Runtime
 
 log = logging.getLogger("islands.driver")
 LATENCY_SAMPLES = 100_000  # migration latencies kept for the summary's percentiles
@@ -83,26 +81,32 @@ class RunResult:
 
 
 class RunLoop:
-    """The state of one run, and one handler per event (see the module docstring)."""
+    """The state of one run, and one handler per event (see the module docstring). It
+    drives the islands through ``runtime`` (``port.Runtime``: Ray's or a virtual clock's)
+    and never names the runtime itself; ``prior_rows``: the metrics of the run being
+    resumed."""
 
-    def __init__(self, arch, on_report=None) -> None:
-        self.arch, self.cfg, self.on_report = arch, arch.cfg, on_report
+    def __init__(self, runtime: Runtime, on_report=None,
+                 prior_rows: list[dict[str, Any]] | None = None) -> None:
+        self.rt, self.cfg, self.on_report = runtime, runtime.cfg, on_report
+        prior_rows = list(prior_rows or [])
         # A resumed run's clock and metrics go on from where it stopped.
-        prior = max((r["wall_s"] for r in arch.prior_rows), default=0.0)
-        self.t_start = time.monotonic()
+        prior = max((r["wall_s"] for r in prior_rows), default=0.0)
+        self.t_start = runtime.clock()
         self.t0 = self.t_start - prior
-        self.rows: list[dict[str, Any]] = list(arch.prior_rows)
+        self.rows: list[dict[str, Any]] = prior_rows
         self.latest = {int(r["island"]): r for r in self.rows}  # each island's last row
-        for info in arch.infos:  # a resumed island's checkpoint may be ahead of its rows
+        for info in runtime.infos:  # a resumed island's checkpoint may be ahead of its rows
             row = self.latest.get(info.island)
             if row is None or row["generation"] < info.generation:
                 self.latest[info.island] = {"generation": info.generation, **info.counters}
         self._totals = self._sum_latest()
-        self.calls = IslandCalls(arch.islands, self.cfg.gens_per_call, self.cfg.max_restarts)
+        self.calls = IslandCalls(runtime, runtime.island_hosts(), self.cfg.gens_per_call,
+                                 self.cfg.max_restarts)
         self.calls.wants_offers = self._wants_offers
-        self.outbox = CoordinatorOutbox(arch.coordinator, self.cfg.max_restarts)
+        self.outbox = CoordinatorOutbox(runtime, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
-        self.hof.update(vars(ray.get(arch.coordinator.hof_summary.remote())))  # resumed
+        self.hof.update(vars(runtime.start_hof))  # a resumed run's
         self.queue = CandidateQueue(self.cfg.fitness_target, CANDIDATE_SETS[self.cfg.candidates])
         self.test_ref, self.test_job = None, None  # running: ref, ("test"|"retest", cand)
         self.tests: list[dict[str, Any]] = []  # every test and confirmation, for the summary
@@ -112,15 +116,14 @@ class RunLoop:
         self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
         # coordinator reply -> (islands whose next call waits for it, until when)
         self.awaiting: dict[Any, tuple[list[int], float]] = {}
-        self.elastic = plug_in(self.cfg, arch, self.calls, (self.t0, self.t_start),
-                               self._joined)
+        self.elastic = runtime.plug_in(self.calls, (self.t0, self.t_start), self._joined)
         self.status = RunStatus(self.hof, self.cfg.fitness_target, self.rows, self.tests,
                                 self.elastic.events, resumed_at=prior,
                                 start_totals={f"total_{k}": v for k, v in self._totals.items()})
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> str:
-        for i, info in enumerate(self.arch.infos):
+        for i, info in enumerate(self.rt.infos):
             # a resumed island may have reached the limit already (its checkpoint can be
             # ahead of the metrics the run wrote before it was killed)
             if not self._at_generation_limit(info.generation):
@@ -138,12 +141,10 @@ class RunLoop:
         return g is not None and generation >= g
 
     def _should_stop(self) -> bool:
-        now = time.monotonic()
-        if self.arch.stop_signal is not None:
-            self.stop_reason = "interrupted"
-            return True
-        if self.arch.stop_request is not None:
-            self.stop_reason = self.arch.stop_request
+        now = self.rt.clock()
+        stop = self.rt.stop_reason()  # a signal ("interrupted") or a request
+        if stop is not None:
+            self.stop_reason = stop
             return True
         self.outbox.resend_due(now)
         self.elastic.poll(now)
@@ -166,10 +167,9 @@ class RunLoop:
         return False
 
     def _dispatch_one(self) -> None:
-        """Handle what is ready: at 1,024 islands, thousands of events a second, so every
-        ready ref is taken per pass over the refs (docs/results/scale.md). Coordinator
-        replies first: when a reply and its island's result are both ready, the migrants
-        are queued before the island is resubmitted."""
+        """Handle whatever is ready (the runtime hands back every future done by then).
+        Coordinator replies first: when a reply and its island's result are both ready,
+        the migrants are queued before the island is resubmitted."""
         self.calls.flush()
         refs = list(self.outbox.in_flight) + list(self.calls.pending)
         refs += [self.test_ref] if self.test_ref is not None else []
@@ -177,15 +177,13 @@ class RunLoop:
         refs += list(joining)
         budget = self.cfg.time_budget
         timeout = 1.0 if budget is None else max(
-            0.0, min(1.0, budget - (time.monotonic() - self.t_start)))
+            0.0, min(1.0, budget - (self.rt.clock() - self.t_start)))
         if not refs:  # only lost calls waiting to be resubmitted
-            time.sleep(min(timeout, 0.2))
+            self.rt.idle(min(timeout, 0.2))
             return
-        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        ready = self.rt.wait(refs, timeout)
         if not ready:
             return
-        if len(refs) > 1:  # and whatever else is ready: one pass over the refs per batch
-            ready = ray.wait(refs, num_returns=len(refs), timeout=0)[0] or ready
         replies = [r for r in ready if r in self.outbox.in_flight]
         for ref in replies + [r for r in ready if r not in self.outbox.in_flight]:
             if ref in self.calls.pending:
@@ -218,12 +216,12 @@ class RunLoop:
         # meanwhile, merged statistics); if the coordinator is slow or down, it goes
         # without after REPLY_WAIT_S
         due = [i for i, _ in batch if not self._at_generation_limit(self.latest[i]["generation"])]
-        self.awaiting[reply] = (due, time.monotonic() + REPLY_WAIT_S)
+        self.awaiting[reply] = (due, self.rt.clock() + REPLY_WAIT_S)
 
     def _on_result(self, i: int, result: EvolveResult) -> None:
         self.elastic.saw(i, result.node)
         row = result.report.row()
-        row["wall_s"] = time.monotonic() - self.t0
+        row["wall_s"] = self.rt.clock() - self.t0
         self._add_to_totals(self.latest.get(i, {}), row)
         self.latest[i] = row
         row.update({f"total_{k}": v for k, v in self._totals.items()})
@@ -264,8 +262,8 @@ class RunLoop:
             self.calls.deliver(i, reply)
             if reply.hof.fitness >= self.hof["fitness"]:  # monotone: a resent one is older
                 self.hof.update(vars(reply.hof))
-            if reply.stop and self.arch.stop_request is None:  # islands.status --stop
-                self.arch.request_stop(reply.stop)
+            if reply.stop and self.rt.stop_reason() is None:  # islands.status --stop
+                self.rt.request_stop(reply.stop)
         self._resubmit(ref)
 
     def _resubmit(self, reply) -> None:
@@ -278,7 +276,7 @@ class RunLoop:
             self._resubmit(reply)
 
     def on_test_result(self) -> None:
-        res, self.test_ref = ray.get(self.test_ref), None
+        res, self.test_ref = self.rt.get(self.test_ref), None
         self._record_test(*self.test_job, res)
 
     def _wants_offers(self) -> bool:
@@ -298,9 +296,7 @@ class RunLoop:
 
     def _submit(self, kind: str, cand: Candidate, screen: bool = True):
         v = self.validation
-        if kind == "retest":
-            return self.arch.submit_retest(cand, v.n_retests, screen)
-        return self.arch.submit_test(cand, v.n_tests, screen)
+        return self.rt.test(kind, cand, v.n_retests if kind == "retest" else v.n_tests, screen)
 
     def _record_test(self, kind: str, cand: Candidate, res: dict[str, Any],
                      final: bool = False) -> Verdict:
@@ -314,7 +310,7 @@ class RunLoop:
                            # the run's totals when the genome was found: what solving on
                            # this test would have cost
                            "found_at": dict(cand.found_at),
-                           "wall_s": time.monotonic() - self.t0, "final": final})
+                           "wall_s": self.rt.clock() - self.t0, "final": final})
         log.info("%s of island %d's %s (generation %d, training fitness %.1f, "
                  "re-evaluated %s): mean %.1f over %d episodes%s", role + " test", cand.island,
                  cand.kind, cand.generation, cand.fitness,
@@ -329,13 +325,12 @@ class RunLoop:
         flight), then the islands are not needed; the hall of fame is. The solution is the
         passing genome, else the best genome by a full test: the hall of fame gets one if
         it has none yet (not when interrupted: the user wants out now)."""
-        arch, wall_s = self.arch, time.monotonic() - self.t0
-        hof, cstats, errors = arch.coordinator_final(self.outbox.in_flight, self.outbox.retry)
+        rt, wall_s = self.rt, self.rt.clock() - self.t0
+        hof, cstats, errors = rt.coordinator_final(self.outbox.in_flight, self.outbox.retry)
         starting = self.elastic.starting()
-        errors += arch.final_checkpoint([h for i, (h, a) in enumerate(zip(
-            arch.islands, self.calls.alive(), strict=True)) if a and i not in starting])
-        for actor in arch.actors:
-            ray.kill(actor, no_restart=True)
+        errors += rt.final_checkpoint([i for i, a in enumerate(self.calls.alive())
+                                       if a and i not in starting])
+        rt.release_islands()
         if self.stop_reason != "interrupted":
             self._finish_tests(hof)
         v = self.validation
@@ -346,7 +341,7 @@ class RunLoop:
             test=None if chosen is None else chosen.test, solved=v.solved,
             retest=None if chosen is None else chosen.retest,
             hof=vars(hof.summary()), coordinator_stats=cstats,
-            tests=self.tests, islands=arch.infos, restarts=self.calls.lost(),
+            tests=self.tests, islands=rt.infos, restarts=self.calls.lost(),
             totals=dict(self._totals), offers_rejected=self.queue.rejected,
             errors=self.calls.dropped.entries() + self.outbox.failed.entries() + errors
             + self.errors, migration_latency_s=list(self.latencies),
@@ -380,13 +375,13 @@ class RunLoop:
         failure goes into the summary's errors."""
         try:
             ref = self._submit(kind, cand, screen) if ref is None else ref
-            self._record_test(kind, cand, ray.get(ref, timeout=600), final=True)
-        except (ray.exceptions.RayError, TimeoutError) as e:
+            self._record_test(kind, cand, self.rt.get(ref, timeout=600), final=True)
+        except (CallLost, CallFailed, TimeoutError) as e:
             role = "confirmation test" if kind == "retest" else "test"
             where = (f"final {role} of island {cand.island}'s generation-{cand.generation} "
                      f"{cand.kind}")
-            log.warning("%s: %s", where, root_message(e))
-            self.errors.append({"where": where, "message": root_message(e)})
+            log.warning("%s: %s", where, e)
+            self.errors.append({"where": where, "message": str(e)})
             if kind == "retest" and self.validation.awaiting is not None:
                 self.validation.awaiting = None  # not solved: its confirmation never ran
 
@@ -399,4 +394,4 @@ class RunLoop:
                     and "total_evals" in r:
                 return {**{k: r[f"total_{k}"] for k in keys}, "wall_s": r["wall_s"]}
         return {**{k: self._totals[k] for k in keys},
-                "wall_s": time.monotonic() - self.t0}
+                "wall_s": self.rt.clock() - self.t0}
