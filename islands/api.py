@@ -166,8 +166,13 @@ def _pack(cfg: Config, packed: dict[str, Any]) -> Config:
 
 
 def execute(cfg: Config, display: bool = True) -> dict[str, Any]:
-    """Run a resolved config on Ray (:func:`islands.runtime.driver.run`); its summary.
-    Raises ConfigError, ResourceError or StartError on input that cannot run."""
+    """Run a resolved config on Ray (:func:`islands.runtime.driver.run`), or on a virtual
+    clock (``runtime="virtual"``: :func:`islands.runtime.virtual_driver.run_virtual`); its
+    summary. Raises ConfigError, ResourceError or StartError on input that cannot run."""
+    if cfg.runtime == "virtual":
+        from .runtime.virtual_driver import run_virtual
+
+        return run_virtual(cfg, display=display)
     from .runtime.driver import run as run_on_ray
 
     return run_on_ray(cfg, display=display)

@@ -93,7 +93,8 @@ LAYERS = (
      "islands.candidates", "islands.envdefaults", "islands.elastic", "islands.signals",
      "islands.strategies", "islands.persistence"),
     ("islands.island", "islands.coordinator", "islands.evaluate"),  # the plain cores
-    ("islands.config", "islands.planning", "islands.placement"),  # what a run is asked to do
+    ("islands.config", "islands.planning", "islands.placement",  # what a run is asked to do
+     "islands.costmodel"),
     ("islands.output",),  # what a run writes and shows
     ("islands.runtime",),  # Ray: the process layer
     ("islands.api", "islands.experiment", "islands.launch", "islands.status",

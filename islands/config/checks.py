@@ -37,6 +37,7 @@ def check(c: Config) -> None:
     check_device(c)
     check_loggers(c)
     check_working_dir(c)
+    check_runtime(c)
 
 
 def _at_least_zero(c: Config, name: str, zero_ok: bool) -> None:
@@ -205,3 +206,17 @@ def check_loggers(c: Config) -> None:
 def check_working_dir(c: Config) -> None:
     if c.working_dir is not None and not os.path.isdir(c.working_dir):
         raise ConfigError(f"--working-dir {c.working_dir!r} is not a directory")
+
+
+def check_runtime(c: Config) -> None:
+    """A virtual run names its cluster file; a Ray run has no use for one."""
+    if c.runtime == "virtual":
+        if c.cluster is None:
+            raise ConfigError("--runtime virtual needs --cluster FILE (a Ray cluster-launcher "
+                              "YAML such as cluster/cpu.yaml)")
+        if c.address is not None:
+            raise ConfigError("--runtime virtual runs in this process: drop --address")
+    elif c.cluster is not None or c.calibration is not None:
+        what = "--cluster" if c.cluster is not None else "--calibration"
+        raise ConfigError(f"{what} is for --runtime virtual (a Ray run uses the cluster "
+                          "it joins)")

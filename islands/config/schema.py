@@ -37,6 +37,9 @@ ISLAND_SPEC_KEYS = (
 )
 
 
+RUNTIMES = ("ray", "virtual")  # what runs the islands (runtime/archipelago, runtime/virtual)
+
+
 class ConfigError(ValueError):
     """Bad user input; the message is one line naming the problem."""
 
@@ -273,6 +276,19 @@ class Config:
     dashboard: bool = _opt(True, "start the Ray dashboard (http://127.0.0.1:8265, this "
                            "machine only) with the embedded Ray (on/off)", "bool",
                            metavar="on|off")
+    # ---- runtime ------------------------------------------------------------------------
+    runtime: str = _opt("ray", "ray: islands as Ray actors on real cores; virtual: in this "
+                        "process on a virtual clock modelling --cluster's nodes (real "
+                        "episodes, modelled seconds; reproducible from the seed)",
+                        choices=RUNTIMES)
+    cluster: str | None = _opt(
+        None, "the cluster a --runtime virtual run models: a Ray cluster-launcher YAML "
+        "(cluster/cpu.yaml; node speeds, stragglers, latency under metadata.islands_virtual)",
+        metavar="FILE")
+    calibration: str | None = _opt(
+        None, "--runtime virtual: seconds per env step from this calibration.json (an "
+        "earlier run's, for a replay); default: measured on this machine at the start",
+        metavar="FILE")
     # ---- output -------------------------------------------------------------------------
     out: str | None = _opt(None, "run directory; default: runs/<env>-<timestamp>", metavar="DIR")
     quiet: bool = _opt(False, "no live table or progress lines (on/off)", "bool",

@@ -15,39 +15,12 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import subprocess
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
+from ..output.segments import commit, memory_gb
+
 PACKAGES = ("ray", "torch", "envpool", "gymnasium", "numpy", "scipy", "cma")
-
-
-def _git(*args: str) -> str:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                             timeout=10, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def commit() -> str:
-    """The package's git commit, ``+dirty`` when its tracked files differ from it
-    (``unknown`` outside a git checkout)."""
-    head = _git("rev-parse", "--short=12", "HEAD")
-    if not head:
-        return "unknown"
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
-    return head + ("+dirty" if dirty else "")
-
-
-def _memory_gb() -> float | None:
-    try:
-        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 # torch's errors for a machine that has no GPU to offer (no driver, no device, a CPU
@@ -120,7 +93,7 @@ def record(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit(), "host": platform.node(), "platform": platform.platform(),
-        "cpus": os.cpu_count(), "memory_gb": _memory_gb(), "gpus": names,
+        "cpus": os.cpu_count(), "memory_gb": memory_gb(), "gpus": names,
         "gpu_error": gpu_error,  # None: ``gpus`` is the answer (empty: no GPU)
         "versions": versions(), "env_table": env_table(env_ids(spec)),
     }

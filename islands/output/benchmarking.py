@@ -21,9 +21,7 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 STANDARD_KEYS = ("benchmark", "machine", "commit", "rows", "baseline", "ratio")
@@ -77,25 +75,13 @@ def add_quick(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--quick", action="store_true", help=help)
 
 
-def _git(*args: str) -> str:
-    try:
-        out = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parents[1],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
 def commit_id() -> str:
-    """The checkout's commit, ``+dirty`` when tracked files differ from it (as
-    ``experiment.provenance`` records it, without importing the experiment package);
-    ``GIT_COMMIT`` where the copy has no ``.git`` (a GPU machine's); else ``unknown``."""
-    if os.environ.get("GIT_COMMIT"):
-        return os.environ["GIT_COMMIT"]
-    head = _git("rev-parse", "--short=12", "HEAD")
-    if not head:
-        return "unknown"
-    return head + ("+dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
+    """The checkout's commit, ``+dirty`` when tracked files differ from it
+    (``segments.commit``, as runs and experiments record it); ``GIT_COMMIT`` where the copy
+    has no ``.git`` (a GPU machine's); else ``unknown``."""
+    from .segments import commit
+
+    return os.environ.get("GIT_COMMIT") or commit()
 
 
 def machine_facts() -> dict[str, Any]:

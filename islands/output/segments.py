@@ -17,25 +17,50 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 from pathlib import Path
 from typing import Any
 
 SEGMENTS_FILE = "segments.json"
 
 
+def _git(*args: str) -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                             timeout=10, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def commit() -> str:
+    """The package's git commit, ``+dirty`` when its tracked files differ from it
+    (``unknown`` outside a git checkout)."""
+    head = _git("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return "unknown"
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    return head + ("+dirty" if dirty else "")
+
+
+def memory_gb() -> float | None:
+    """This machine's memory in GiB (None where it cannot be read)."""
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def machine() -> dict[str, Any]:
     """This machine: host name, boot id (8 characters, "" where the kernel has none), CPUs,
-    memory in GiB (None where it cannot be read)."""
+    memory in GiB."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
     except OSError:
         boot = ""
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    except (ValueError, OSError, AttributeError):
-        mem = None
     return {"host": platform.node(), "boot": boot, "cpus": os.cpu_count(),
-            "memory_gb": None if mem is None else round(mem, 1)}
+            "memory_gb": memory_gb()}
 
 
 def _utc(t: float) -> str:

@@ -26,6 +26,7 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
     retest = getattr(result, "retest", None)
     return {
         "env": cfg.env,
+        "runtime": cfg.runtime,  # ray, or virtual (its clock and cluster: runtime/virtual)
         "islands": cfg.islands,
         "strategies": [s.strategy for s in plan],
         "best_fitness": float(result.hof["fitness"]),

@@ -33,7 +33,7 @@ from .actors import (
     TesterActor,
 )
 from .cluster import root_message
-from .loop import RunLoop, RunResult
+from .loop import RunResult, run_loop
 from .port import CallFailed, CallLost
 
 log = logging.getLogger("islands.driver")
@@ -68,6 +68,8 @@ def _near_driver() -> dict[str, Any]:
 
 class Archipelago:
     """Creates the named actors for a plan and drives them (see the module docstring)."""
+
+    process_kind = "Ray worker"  # what the live table calls its host processes
 
     def __init__(self, cfg: Config, plan: list[IslandSpec], resume: bool = False,
                  hosts: list[HostSpec] | None = None) -> None:
@@ -358,6 +360,4 @@ class Archipelago:
         """Drive the islands until a stop condition (:class:`.loop.RunLoop`); then wrap up.
         ``on_report(row, status)`` is called after each island report; ``prior_rows``: the
         metrics of the run being resumed."""
-        loop = RunLoop(self, on_report, prior_rows)
-        loop.run()
-        return loop.wrap_up()
+        return run_loop(self, on_report, prior_rows)

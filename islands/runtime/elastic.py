@@ -32,6 +32,7 @@ import ray
 from ..elastic import Host, Node, decide
 from ..planning import new_island_spec
 from .cluster import root_message
+from .port import Fixed
 
 log = logging.getLogger("islands.driver")
 POLL_S = 2.0  # seconds between looks at the cluster's nodes
@@ -39,27 +40,6 @@ JOIN_TIMEOUT_S = 120.0  # an island not built by then (no room after all) is giv
 # new islands wait up to this long into the run for a hall of fame to start from (the first
 # reports come within seconds; a run whose fitness is never finite starts them at random)
 SEED_WAIT_S = 30.0
-
-
-class Fixed:
-    """A fixed archipelago (no ``--elastic``): the loop's plug-in that does nothing, so the
-    loop calls the same methods either way."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.joining: dict[Any, Any] = {}  # never any: on_joined is never called
-
-    def poll(self, now: float) -> None:
-        pass
-
-    def saw(self, i: int, node: str) -> None:
-        pass
-
-    def starting(self) -> set[int]:
-        return set()
-
-    def summary(self) -> None:
-        return None
 
 
 def plug_in(cfg, arch, calls, clock: tuple[float, float],

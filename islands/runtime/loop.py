@@ -80,6 +80,14 @@ class RunResult:
     retest: dict[str, Any] | None = None  # ``best``'s confirmation on fresh episodes
 
 
+def run_loop(runtime: Runtime, on_report=None,
+             prior_rows: list[dict[str, Any]] | None = None) -> RunResult:
+    """Drive ``runtime``'s islands until a stop condition, then wrap up (either runtime)."""
+    loop = RunLoop(runtime, on_report, prior_rows)
+    loop.run()
+    return loop.wrap_up()
+
+
 class RunLoop:
     """The state of one run, and one handler per event (see the module docstring). It
     drives the islands through ``runtime`` (``port.Runtime``: Ray's or a virtual clock's)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from ..candidates import Candidate
 from ..config import Config
 from ..messages import HallOfFame, HofSummary, IslandCall, IslandInfo
+from ..planning import HostSpec
 
 
 class CallLost(Exception):
@@ -40,6 +41,8 @@ class Runtime(Protocol):
     cfg: Config
     infos: list[IslandInfo]  # by island index, once the islands are ready
     start_hof: HofSummary  # the coordinator's hall of fame at the start (a resumed run's)
+    hosts: list[HostSpec]  # the processes, each serving one or more islands
+    process_kind: str  # what the live table calls them ("Ray worker", "virtual")
 
     def clock(self) -> float:
         """Seconds on this runtime's clock (monotonic; virtual for a virtual runtime)."""
@@ -91,3 +94,24 @@ class Runtime(Protocol):
 
     def release_islands(self) -> None:
         """The islands are not needed any more (the run's tests may still run)."""
+
+
+class Fixed:
+    """A fixed archipelago (no ``--elastic``): the loop's plug-in that does nothing, so the
+    loop calls the same methods either way."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.joining: dict[Any, Any] = {}  # never any: on_joined is never called
+
+    def poll(self, now: float) -> None:
+        pass
+
+    def saw(self, i: int, node: str) -> None:
+        pass
+
+    def starting(self) -> set[int]:
+        return set()
+
+    def summary(self) -> None:
+        return None

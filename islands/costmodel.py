@@ -1,0 +1,173 @@
+"""A cluster as a cost model, for the virtual-time runtime (``--runtime virtual``).
+
+The cluster is described by a Ray cluster-launcher YAML as it is (``cluster/*.yaml`` or a
+user's): its ``available_node_types`` give each node type's resources and worker count (a
+type's ``max_workers``, else ``min_workers``: the cluster at full size, capped by the
+file's own ``max_workers``), plus one head node. What Ray does not know goes in the
+file's ``metadata`` (which Ray keeps and never interprets, so ``ray up`` still takes the
+file), under ``islands_virtual``::
+
+    metadata:
+      islands_virtual:
+        speed: {slow_worker: 0.5}        # per node type; 1 where not named
+        straggler: {p: 0.05, factor: 5}  # a call 5x slower with probability 0.05
+        latency_s: 0.0005                # one way, per message between processes
+        coordinator_s: 0.0005            # the coordinator's work per island report
+
+A file with none of it describes homogeneous nodes of speed 1 with no stragglers. Seconds
+per environment step on one core of speed 1 come from a calibration on this machine
+(``runtime/calibration.py``), not from this file, so every virtual second traces to a
+measurement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config.checks import ConfigError
+
+SECTION = "islands_virtual"
+DEFAULT_LATENCY_S = 5e-4  # one way, a message between processes on a LAN
+DEFAULT_COORDINATOR_S = 5e-4  # the coordinator's work per report (a few array copies)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the virtual cluster: its type's name, CPUs, GPUs and speed (1: this
+    machine's core; 0.5: each core does half the work in the same time)."""
+
+    node_type: str
+    cpus: float
+    gpus: float = 0.0
+    speed: float = 1.0
+
+
+@dataclass(frozen=True)
+class ClusterModel:
+    nodes: tuple[Node, ...]
+    latency_s: float = DEFAULT_LATENCY_S
+    coordinator_s: float = DEFAULT_COORDINATOR_S
+    straggler_p: float = 0.0
+    straggler_factor: float = 1.0
+    digest: str = ""  # sha256 of the file, first 16 hex digits
+    source: str = ""  # the file's path
+    node_types: dict[str, int] = field(default_factory=dict)  # type -> nodes
+
+    @property
+    def cpus(self) -> float:
+        return sum(n.cpus for n in self.nodes)
+
+    def describe(self) -> str:
+        """``4 x cpu_worker (16 CPU) + head (0 CPU): 64 CPUs``."""
+        seen: dict[str, Node] = {}
+        for n in self.nodes:
+            seen.setdefault(n.node_type, n)
+        parts = [f"{self.node_types[t]} x {t} ({n.cpus:g} CPU"
+                 + (f", speed {n.speed:g}" if n.speed != 1 else "") + ")"
+                 for t, n in seen.items()]
+        return " + ".join(parts) + f": {self.cpus:g} CPUs"
+
+    def straggle(self, rng: np.random.Generator) -> float:
+        """A call's slowdown factor: ``straggler_factor`` with probability ``straggler_p``."""
+        if self.straggler_p <= 0:
+            return 1.0
+        return self.straggler_factor if rng.random() < self.straggler_p else 1.0
+
+
+def _number(x: Any, what: str, low: float | None = None, strict: bool = False) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise ConfigError(f"--cluster: {what} must be a number, got {x!r}") from None
+    if not math.isfinite(v) or (low is not None and (v <= low if strict else v < low)):
+        bound = f"> {low:g}" if strict else f">= {low:g}"
+        raise ConfigError(f"--cluster: {what} must be {bound}, got {x!r}")
+    return v
+
+
+def load_cluster(path: str | Path) -> ClusterModel:
+    """The cost model of the Ray cluster-launcher YAML at ``path`` (module docstring);
+    ConfigError with one line on a file that is missing, does not parse, or holds a
+    negative worker count, a speed <= 0 or a probability outside [0, 1]."""
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"--cluster: cannot read {path}: {e.strerror or e}") from None
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"--cluster: {path} is not valid YAML{where}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("available_node_types"), dict):
+        raise ConfigError(f"--cluster: {path} is not a Ray cluster file (no "
+                          f"available_node_types)")
+    extra = (doc.get("metadata") or {}).get(SECTION) or {}
+    if not isinstance(extra, dict):
+        raise ConfigError(f"--cluster: metadata.{SECTION} must be a mapping")
+    speeds = extra.get("speed") or {}
+    types = doc["available_node_types"]
+    for name in speeds:
+        if name not in types:
+            raise ConfigError(f"--cluster: metadata.{SECTION}.speed names node type "
+                              f"{name!r}, which the file does not have")
+    nodes, counts = _nodes(doc, types, speeds)
+    strag = extra.get("straggler") or {}
+    p = _number(strag.get("p", 0.0), f"{SECTION}.straggler.p", 0.0)
+    if p > 1:
+        raise ConfigError(f"--cluster: {SECTION}.straggler.p must be <= 1, got {p:g}")
+    return ClusterModel(
+        nodes=tuple(nodes), node_types=counts,
+        latency_s=_number(extra.get("latency_s", DEFAULT_LATENCY_S), f"{SECTION}.latency_s", 0),
+        coordinator_s=_number(extra.get("coordinator_s", DEFAULT_COORDINATOR_S),
+                              f"{SECTION}.coordinator_s", 0),
+        straggler_p=p,
+        straggler_factor=_number(strag.get("factor", 1.0), f"{SECTION}.straggler.factor",
+                                 0.0, strict=True),
+        digest=hashlib.sha256(raw).hexdigest()[:16], source=str(path))
+
+
+def _nodes(doc: dict[str, Any], types: dict[str, Any], speeds: dict[str, Any]
+           ) -> tuple[list[Node], dict[str, int]]:
+    """The head node and each worker type's nodes (its max_workers, else min_workers),
+    within the file's own max_workers."""
+    head = doc.get("head_node_type")
+    cap = doc.get("max_workers")
+    left = math.inf if cap is None else _count(cap, "max_workers")
+    nodes, counts = [], {}
+    for name, t in types.items():
+        if not isinstance(t, dict):
+            raise ConfigError(f"--cluster: node type {name!r} must be a mapping")
+        res = t.get("resources") or {}
+        cpus = _number(res.get("CPU", 0), f"node type {name!r}'s CPU", 0)
+        gpus = _number(res.get("GPU", 0), f"node type {name!r}'s GPU", 0)
+        speed = _number(speeds.get(name, 1.0), f"{SECTION}.speed of {name!r}", 0.0,
+                        strict=True)
+        if name == head:
+            n = 1
+        else:
+            want = t.get("max_workers", t.get("min_workers", 0))
+            n = int(min(_count(want, f"node type {name!r}'s worker count"), left))
+            left -= n
+        counts[name] = n
+        nodes += [Node(name, cpus, gpus, speed)] * n
+    if not any(n.cpus > 0 for n in nodes):
+        raise ConfigError("--cluster: the file's nodes have no CPUs for islands")
+    return nodes, counts
+
+
+def _count(x: Any, what: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise ConfigError(f"--cluster: {what} must be a whole number, got {x!r}")
+    if x < 0:
+        raise ConfigError(f"--cluster: {what} must be >= 0, got {x}")
+    return x

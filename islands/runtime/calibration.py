@@ -1,0 +1,67 @@
+"""Seconds per environment step on one core of this machine: what a virtual second is made
+of (``runtime/virtual.py``).
+
+One island of the run's plan (its strategy, population, policy and environment) evolves in
+this process on one evaluator thread for a few seconds after a warm-up generation; the
+seconds per step include the policy's forward passes and the strategy's own work per
+generation, as an island call's do. The figure is stored with the run
+(``calibration.json``) and a replay reads it back (``--calibration``), so that every
+virtual second traces to this measurement and a replay's clock is the same.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import Config, ConfigError
+from ..planning import IslandSpec
+
+CALIBRATION_FILE = "calibration.json"
+MEASURE_S = 3.0  # seconds of generations measured (after one warm-up generation)
+MAX_GENERATIONS = 200
+
+
+def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict[str, Any]:
+    """Measure ``spec``'s island on one thread here; the calibration record."""
+    from envs.synthetic import parse_synthetic
+
+    from ..island.core import IslandCore
+    from ..output.segments import machine
+    from .virtual import one_torch_thread
+
+    one_torch_thread(load=cfg.problem is None and parse_synthetic(cfg.env) is None)
+    core = IslandCore(spec.replace(slowdown_s=0.0), cfg.eval_spec(), run_seed=cfg.seed,
+                      num_threads=1, device="cpu")
+    try:
+        core.evolve(1)  # warm-up: imports, first allocations
+        steps0, gens, t0 = core.counters.env_steps, 0, time.perf_counter()
+        while (time.perf_counter() - t0 < seconds or gens < 2) and gens < MAX_GENERATIONS:
+            core.evolve(1)
+            gens += 1
+        spent, steps = time.perf_counter() - t0, core.counters.env_steps - steps0
+    finally:
+        core.close()
+    return {"env": cfg.env, "s_per_step": spent / max(steps, 1), "env_steps": int(steps),
+            "seconds": round(spent, 4), "generations": gens, "threads": 1,
+            "strategy": spec.strategy, "popsize": spec.popsize, "machine": machine(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds")}
+
+
+def load(path: str | Path, env: str) -> dict[str, Any]:
+    """A stored calibration, checked to be one of ``env``'s; ConfigError with one line."""
+    try:
+        rec = json.loads(Path(path).read_text())
+        s = float(rec["s_per_step"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"--calibration: {path} is not a calibration file "
+                          f"({type(e).__name__})") from None
+    if not s > 0:
+        raise ConfigError(f"--calibration: {path}'s s_per_step must be > 0, got {s!r}")
+    if rec.get("env") != env:
+        raise ConfigError(f"--calibration: {path} is for {rec.get('env')!r}, not {env!r}")
+    return rec

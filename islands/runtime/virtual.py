@@ -1,0 +1,284 @@
+"""The archipelago on a virtual clock: the same island cores, coordinator core, tester and
+run loop as on Ray, in one process, with every call an event whose duration a cost model
+gives (``--runtime virtual --cluster FILE``).
+
+Each call is computed for real when it is sent (real episodes on this machine's cores, so
+episodes and fitness are the algorithm's own) and completes at a virtual time: an island
+batch after its islands' environment steps at the calibrated seconds per step
+(``runtime/calibration.py``), divided by the island's CPUs and its node's speed, times a
+straggler draw, plus one message latency each way; a coordinator report after its latency,
+in turn behind the reports before it (one coordinator, one report at a time) and its own
+cost; a candidate test after its steps on one core of the head. Island state depends only on
+its own calls, so computing a batch when it is sent is exact; the coordinator's state
+depends on the order of reports, so a report is processed when its event comes due, in
+virtual-time order (ties by submission order). Nothing depends on the real clock: a run is
+reproducible from its seed, cluster file and calibration, bit for bit.
+
+Seams: this class is a :class:`.port.Runtime` and the loop cannot tell it from the Ray one.
+Not yet modelled: elastic runs and node failures (refused at start).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..candidates import Candidate
+from ..config import Config
+from ..coordinator import CoordinatorCore
+from ..costmodel import ClusterModel, Node
+from ..messages import HallOfFame, HofSummary, IslandCall, IslandFailure, IslandInfo
+from ..persistence.checkpointing import CheckpointSpec
+from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
+from ..seeds import candidate_test_seed, retest_seed
+from .port import CallFailed, Fixed
+
+THREADS = 1  # each island core's evaluator threads here (the replay must not depend on them)
+
+
+@dataclasses.dataclass(eq=False)  # identity: futures are dict keys in the loop
+class Event:
+    """A call's future: done at virtual time ``at``; ``work`` (the coordinator's) runs when
+    it comes due, in virtual-time order."""
+
+    at: float
+    seq: int
+    value: Any = None
+    error: Exception | None = None
+    work: Callable[[], Any] | None = None
+    done: bool = False
+
+    def __lt__(self, other: Event) -> bool:
+        return (self.at, self.seq) < (other.at, other.seq)
+
+
+def one_torch_thread(load: bool = False) -> None:
+    """Torch on one thread beside the evaluators' (as an island actor with EnvPool sets it):
+    no contention, and the same arithmetic wherever a replay runs. ``load``: import it now
+    (before the evaluators are built, which warn about contention otherwise)."""
+    torch = sys.modules.get("torch")  # loaded by evaluators and policies that use it
+    if torch is None and load:
+        import torch
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def place_hosts(hosts: list[HostSpec], nodes: Sequence[Node]) -> list[int]:
+    """Each host's node: first fit by CPUs (GPUs where it needs them), as Ray packs a
+    placement; ResourceError naming the host that fits nowhere."""
+    free = [[n.cpus, n.gpus] for n in nodes]
+    out = []
+    for h in hosts:
+        need = h.needs()
+        cpu, gpu = float(need.get("CPU", 0.0)), float(need.get("GPU", 0.0))
+        for j, f in enumerate(free):
+            if f[0] + 1e-9 >= cpu and f[1] + 1e-9 >= gpu:
+                f[0] -= cpu
+                f[1] -= gpu
+                out.append(j)
+                break
+        else:
+            raise ResourceError(f"the virtual cluster has no room for {h.name} ({cpu:g} CPU"
+                                f"{f', {gpu:g} GPU' if gpu else ''}); it has "
+                                f"{sum(n.cpus for n in nodes):g} CPUs in {len(nodes)} nodes")
+    return out
+
+
+class VirtualArchipelago:
+    """A :class:`.port.Runtime` on a virtual clock (see the module docstring)."""
+
+    process_kind = "virtual"  # what the live table calls its host processes
+
+    def __init__(self, cfg: Config, plan: list[IslandSpec], cluster: ClusterModel,
+                 s_per_step: float, resume: bool = False) -> None:
+        if cfg.elastic is not None:
+            raise ResourceError("--elastic is not modelled by the virtual runtime yet; use "
+                                "--runtime ray")
+        self.cfg, self.plan, self.cluster, self.resume = cfg, plan, cluster, resume
+        self.s_per_step = float(s_per_step)
+        self.hosts = group_islands(plan, cfg.islands_per_process)
+        self.node_of_host = place_hosts(self.hosts, cluster.nodes)
+        self.host_of = {s.index: h for h, host in enumerate(self.hosts) for s in host.islands}
+        self.now = 0.0
+        self.seq = itertools.count()
+        self.queue: list[Event] = []  # events not yet done, by (at, seq)
+        self.coordinator_free = 0.0  # when the coordinator finishes the reports it has
+        self.rng = np.random.default_rng([int(cfg.seed), 0x7157])  # stragglers
+        self.stop_signal: int | None = None
+        self.stop_request: str | None = None
+        self.cores: dict[int, Any] = {}
+        self.coordinator: CoordinatorCore | None = None
+        self.infos: list[IslandInfo] = []
+        self.start_hof = HofSummary(-math.inf, None, None)
+        self.events = 0  # calls modelled (the run's summary)
+
+    # ---- start and stop ----------------------------------------------------------------
+    def start(self) -> None:
+        from ..island.core import IslandCore
+        from .archipelago import coordinator_spec
+
+        ckpt = self._checkpoint_spec()
+        one_torch_thread(load=self._policy_task())
+        self.coordinator = CoordinatorCore(coordinator_spec(self.cfg), ckpt,
+                                           reconstructed=self.resume)
+        ev = self.cfg.eval_spec()
+        for spec in self.plan:  # a slow island's sleep is virtual time, not real
+            self.cores[spec.index] = IslandCore(
+                spec.replace(slowdown_s=0.0), ev, run_seed=self.cfg.seed,
+                num_threads=THREADS, device="cpu", checkpoint=ckpt,
+                reconstructed=self.resume)
+        one_torch_thread()
+
+    def _policy_task(self) -> bool:
+        """A policy network evaluates the genomes (torch), not the genome itself."""
+        from envs.synthetic import parse_synthetic
+
+        return self.cfg.problem is None and parse_synthetic(self.cfg.env) is None
+
+    def _checkpoint_spec(self) -> CheckpointSpec | None:
+        cfg = self.cfg
+        return None if cfg.checkpoint_uri is None else CheckpointSpec(
+            cfg.checkpoint_uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
+
+    def wait_ready(self) -> list[IslandInfo]:
+        self.infos = [self.cores[s.index].info() for s in self.plan]
+        for info in self.infos:
+            info.node = f"virtual-{self.node_of_host[self.host_of[info.island]]}"
+        self.start_hof = self.coordinator.hof_summary()
+        return self.infos
+
+    def shutdown(self) -> None:
+        for core in self.cores.values():
+            core.close()
+        self.cores = {}
+
+    # ---- port.Runtime --------------------------------------------------------------------
+    def clock(self) -> float:
+        return self.now
+
+    def idle(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+    def on_signal(self, signum: int) -> None:
+        self.stop_signal = signum
+
+    def stop_reason(self) -> str | None:
+        return "interrupted" if self.stop_signal is not None else self.stop_request
+
+    def request_stop(self, reason: str) -> None:
+        self.stop_request = str(reason)
+
+    def island_hosts(self) -> list[int]:
+        return [self.host_of[s.index] for s in self.plan]
+
+    def plug_in(self, calls, clock, joined) -> Fixed:
+        return Fixed()
+
+    def _event(self, at: float, value=None, error=None, work=None) -> Event:
+        ev = Event(at, next(self.seq), value, error, work)
+        heapq.heappush(self.queue, ev)
+        self.events += 1
+        return ev
+
+    def evolve(self, host: int, calls: list[IslandCall]) -> Event:
+        """The host's islands, one after another, computed now; done when their modelled
+        time has passed."""
+        node = self.cluster.nodes[self.node_of_host[host]]
+        results, seconds = [], 0.0  # the batch's: its islands run one after another
+        for c in calls:
+            core = self.cores[c.island]
+            steps0 = core.counters.env_steps
+            try:
+                r = core.evolve(c.k, c.immigrants, c.obs_stats, c.want_offers)
+            except Exception as e:  # as the actor's: the island is dropped, the others go on
+                results.append(IslandFailure(c.island, f"{type(e).__name__}: {e}"))
+                continue
+            spec = self.plan[c.island]
+            cpus = max(float(spec.num_cpus or 1.0), 1e-4)
+            own = ((core.counters.env_steps - steps0) * self.s_per_step / (cpus * node.speed)
+                   + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
+            r.report.call_s = own  # the modelled seconds, not this machine's
+            seconds += own
+            results.append(r)
+        return self._event(self.now + seconds + 2 * self.cluster.latency_s, results)
+
+    def report(self, ids: list[int | None], batch: Event) -> Event:
+        """Processed when it comes due: behind the coordinator's earlier reports."""
+        arrive = self.now + self.cluster.latency_s
+        start = max(arrive, self.coordinator_free)
+        self.coordinator_free = start + self.cluster.coordinator_s * sum(
+            i is not None for i in ids)
+        results = batch.value
+
+        def work():
+            return [None if i is None else self.coordinator.report(i, r)
+                    for i, r in zip(ids, results, strict=True)]
+
+        return self._event(self.coordinator_free + self.cluster.latency_s, work=work)
+
+    def test(self, kind: str, cand: Candidate, n: int, screen: bool = True) -> Event:
+        """On one core of speed 1 (the head's tester), computed now."""
+        from ..evaluate import screened_test
+
+        spec, seed = ((self.cfg.retest_spec(), retest_seed(self.cfg.seed, n)) if kind == "retest"
+                      else (self.cfg.test_spec(), candidate_test_seed(self.cfg.seed, n)))
+        res = screened_test(spec, cand.params, cand.obs_stats, seed,
+                            self.cfg.fitness_target if screen else None)
+        seconds = float(res.get("env_steps", 0)) * self.s_per_step
+        return self._event(self.now + seconds + 2 * self.cluster.latency_s, res)
+
+    def wait(self, futures: Sequence[Event], timeout: float) -> list[Event]:
+        """Advance the clock to the first of ``futures`` to finish (or by ``timeout``),
+        completing every event due by then in virtual-time order; those of ``futures``
+        that are done."""
+        pending = [f for f in futures if not f.done]
+        first = min((f.at for f in pending), default=-math.inf)
+        if pending and first > self.now + timeout:
+            self.now += timeout
+            self._complete(self.now)
+            return [f for f in futures if f.done]
+        self.now = max(self.now, first)
+        self._complete(self.now)
+        return [f for f in futures if f.done]
+
+    def _complete(self, until: float) -> None:
+        while self.queue and self.queue[0].at <= until:
+            ev = heapq.heappop(self.queue)
+            if ev.work is not None:
+                try:
+                    ev.value = ev.work()
+                except Exception as e:
+                    ev.error = CallFailed(f"{type(e).__name__}: {e}")
+            ev.done = True
+
+    def get(self, future: Event, timeout: float | None = None) -> Any:
+        if not future.done:  # waited for on its own (the end of the run's tests)
+            self.now = max(self.now, future.at)
+            self._complete(self.now)
+        if future.error is not None:
+            raise future.error
+        return future.value
+
+    def coordinator_final(self, in_flight, unsent) -> tuple[HallOfFame, dict[str, Any],
+                                                            list[dict[str, Any]]]:
+        for reply in list(in_flight):
+            self.get(reply)
+        return self.coordinator.hall_of_fame(), self.coordinator.stats(), []
+
+    def final_checkpoint(self, islands: list[int]) -> list[dict[str, Any]]:
+        if self.cfg.checkpoint_uri is None:
+            return []
+        for i in islands:
+            self.cores[i].checkpoint()
+        self.coordinator.checkpoint()
+        return []
+
+    def release_islands(self) -> None:
+        """The islands' evaluators close at :meth:`shutdown` (the tests run in-process)."""

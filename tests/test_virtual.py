@@ -1,0 +1,128 @@
+"""The virtual-time runtime (``--runtime virtual``): the real loop, island and coordinator
+cores and tester on a virtual clock, in this process, without Ray. Replays are exact; an
+island slow on purpose delays only its own reports; the calibration is measured, stored
+and used; bad cluster files are one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from islands import launch
+from islands.api import execute, prepare
+from islands.persistence.solution import load_solution
+
+CLUSTER = {  # two node types, one at half speed, and some stragglers
+    "cluster_name": "t", "provider": {"type": "aws"}, "max_workers": 3,
+    "head_node_type": "head",
+    "available_node_types": {
+        "head": {"resources": {"CPU": 0}, "node_config": {}},
+        "fast": {"resources": {"CPU": 1}, "node_config": {}, "max_workers": 2},
+        "slow": {"resources": {"CPU": 1}, "node_config": {}, "max_workers": 1}},
+    "metadata": {"islands_virtual": {"speed": {"slow": 0.5},
+                                     "straggler": {"p": 0.2, "factor": 3}}},
+}
+# columns that come from this machine's clock, not the virtual one
+REAL = {"evals_per_s", "steps_per_s", "peak_rss_mb", "island_wall_s"}
+
+
+def _cluster(tmp_path, doc=CLUSTER, name="cluster.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def _run(out, cluster, **kw):
+    opts = dict(env="CartPole-v1", islands=3, popsize=8, episodes=1, max_episode_steps=200,
+                max_episodes=480, target="none", test_episodes=5, migration_interval=1,
+                runtime="virtual", cluster=cluster, out=str(out), tensorboard=False,
+                quiet=True, seed=11) | kw
+    summary = execute(prepare(**opts), display=False)
+    metrics = pd.read_parquet(out / "metrics.parquet")
+    return summary, metrics
+
+
+def test_a_replay_from_the_seed_cluster_and_calibration_is_identical(tmp_path):
+    cluster = _cluster(tmp_path)
+    s1, m1 = _run(tmp_path / "a", cluster)  # calibrates on this machine
+    cal = tmp_path / "a" / "calibration.json"
+    rec = json.loads(cal.read_text())
+    assert rec["env"] == "CartPole-v1" and rec["s_per_step"] > 0 and rec["env_steps"] > 0
+    assert s1["runtime"] == "virtual" and s1["calibration"] == rec
+    assert s1["cluster"]["digest"] and s1["cluster"]["cpus"] == 3
+    s2, m2 = _run(tmp_path / "b", cluster, calibration=str(cal))
+    # the same events on the same clock: every report, its virtual time and its numbers
+    cols = [c for c in m1.columns if c not in REAL]
+    pd.testing.assert_frame_equal(m1[cols], m2[cols])
+    for k in ("total_episodes", "total_evals", "best_fitness", "wall_s", "virtual_events",
+              "hall_of_fame", "stop_reason"):
+        assert s1[k] == s2[k], k
+    a, b = (load_solution(str(tmp_path / d)) for d in "ab")
+    assert np.array_equal(a["params"], b["params"])
+    # immigrants moved, and the virtual clock is not this machine's
+    assert m1.immigrants.sum() > 0 and s1["wall_s"] != pytest.approx(s1["real_s"], rel=0.5)
+
+
+def test_an_island_slow_on_purpose_delays_only_its_own_reports(tmp_path):
+    """On a task whose every generation takes the same steps (sphere: one step per genome),
+    with no latency and a free coordinator, the other islands report at exactly the same
+    virtual times whether island 0 sleeps 0.05 s per generation or not."""
+    doc = dict(CLUSTER, metadata={"islands_virtual": {"latency_s": 0, "coordinator_s": 0}})
+    doc["available_node_types"] = {**CLUSTER["available_node_types"],
+                                   "slow": {"resources": {"CPU": 1}, "node_config": {},
+                                            "max_workers": 1}}
+    cluster = _cluster(tmp_path, doc)
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"env": "sphere:10", "s_per_step": 1e-3}))
+    kw = dict(env="sphere:10", generations=12, max_episodes=None, calibration=str(cal),
+              test_episodes=1, confirm_episodes=0)
+    _, even = _run(tmp_path / "even", cluster, **kw)
+    _, slow = _run(tmp_path / "slow", cluster, island_specs=[{"slowdown_s": 0.05}, {}, {}],
+                   **kw)
+    for i in (1, 2):
+        a, b = (m[m.island == i].sort_values("generation") for m in (even, slow))
+        assert list(a.wall_s) == list(b.wall_s), i
+    a, b = (m[m.island == 0].sort_values("generation") for m in (even, slow))
+    assert (np.diff(b.wall_s) >= np.diff(a.wall_s) + 0.05 - 1e-9).all()
+
+
+@pytest.mark.parametrize("doc,expect", [
+    ("a: [1, 2\n", "is not valid YAML"),
+    ({"cluster_name": "x"}, "is not a Ray cluster file (no available_node_types)"),
+    ({"available_node_types": {"w": {"resources": {"CPU": 4}, "max_workers": -1}}},
+     "node type 'w''s worker count must be >= 0, got -1"),
+    ({"available_node_types": {"w": {"resources": {"CPU": 4}, "max_workers": 2}},
+      "metadata": {"islands_virtual": {"speed": {"w": 0}}}},
+     "islands_virtual.speed of 'w' must be > 0, got 0"),
+    ({"available_node_types": {"w": {"resources": {"CPU": 4}, "max_workers": 2}},
+      "metadata": {"islands_virtual": {"speed": {"gpu": 2}}}},
+     "speed names node type 'gpu', which the file does not have"),
+    ({"available_node_types": {"w": {"resources": {"CPU": 0}, "max_workers": 2}}},
+     "the file's nodes have no CPUs for islands"),
+])
+def test_a_bad_cluster_file_is_one_line_and_exit_2(tmp_path, capsys, doc, expect):
+    path = tmp_path / "c.yaml"
+    path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc))
+    code = launch.main(["--env", "CartPole-v1", "--runtime", "virtual", "--cluster", str(path),
+                        "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("islands.launch: error: --cluster: "), err
+    assert expect in err and "\n" not in err, err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--runtime", "virtual"], "--runtime virtual needs --cluster FILE"),
+    (["--cluster", "cluster/cpu.yaml"], "--cluster is for --runtime virtual"),
+    (["--runtime", "virtual", "--cluster", "cluster/cpu.yaml", "--calibration",
+      "/nonexistent.json"], "--calibration: /nonexistent.json is not a calibration file"),
+])
+def test_runtime_flags_that_do_not_go_together(tmp_path, capsys, args, expect):
+    code = launch.main(["--env", "CartPole-v1", "--out", str(tmp_path / "run"), "--quiet",
+                        *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and expect in err and "\n" not in err, err
