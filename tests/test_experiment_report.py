@@ -950,3 +950,27 @@ def test_islands_vs_one_says_when_only_the_log_rank_test_separates_the_shapes():
                          "0.583x the episodes of 2 islands (fewer; intervals apart, log-rank "
                          "p = 3e-06)."), text
     assert "own size" not in task_answer("X", pd.DataFrame([islands, one, two]))
+
+
+def test_virtual_time_report_pairs_each_configuration_real_against_virtual(tmp_path):
+    grid = {"islands": [2, 4], "arm": ["real", "virtual"]}
+    trials = [(f"t{k}-{arm}-{s}", {"islands": k, "arm": arm}, s)
+              for k in (2, 4) for arm in ("real", "virtual") for s in (6000, 6001, 6002)]
+    exp = make_experiment(tmp_path / "vt", "virtual-time", grid, [6000, 6001, 6002], trials,
+                          base={"env": "CartPole-v1"})
+    cluster = str(Path(__file__).resolve().parents[1] / "cluster" / "laptop.yaml")
+    # islands=2: virtual 5 s slower on each seed (ratio 1.045); islands=4: 50 s (1.45)
+    for trial, params, seed in trials:
+        k, arm = params["islands"], params["arm"]
+        wall = 100.0 + 10 * (seed - 6000) + (0 if arm == "real" else 5 if k == 2 else 50)
+        cfg = {"env": "CartPole-v1", "islands": k} | (
+            {"runtime": "virtual", "cluster": cluster} if arm == "virtual" else {})
+        solved_run(exp, trial, seed, params, cfg, wall=wall, evals=1000, test=500.0,
+                   runtime="virtual" if arm == "virtual" else "ray")
+    text = write_report(exp).read_text()
+    assert "## Virtual time against real time" in text
+    assert re.search(r"\| islands=2 \| 3 \| 3 / 3 \| 110 \[[^]]*\] \| 115 \[[^]]*\] \| "
+                     r"1\.04\d* \| True \|", text), text
+    assert re.search(r"\| islands=4 \| 3 \| 3 / 3 \| 110 \[[^]]*\] \| 160 \[[^]]*\] \| "
+                     r"1\.45\d* \| False \|", text), text
+    assert "within 15% of the real one in 1 of 2 configurations" in text

@@ -20,14 +20,14 @@ from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"
 FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco",
-         "islands-vs-one", "mujoco-long", "humanoid")
+         "islands-vs-one", "mujoco-long", "humanoid", "virtual-time")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
                "neuromod-vs-cmaes": 10, "mujoco": 25, "islands-vs-one": 180, "mujoco-long": 10,
-               "humanoid": 1}
+               "humanoid": 1, "virtual-time": 60}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
 EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
 # ... and at an episode budget (MuJoCo: ARS counts episodes)
-EPISODE_BUDGETED = ("mujoco", "islands-vs-one", "mujoco-long", "humanoid")
+EPISODE_BUDGETED = ("mujoco", "islands-vs-one", "mujoco-long", "humanoid", "virtual-time")
 
 MERGE_YAML = """\
 name: merge
@@ -176,7 +176,7 @@ BAD = [
      "name must be letters, digits, '.', '_' or '-', got 'a b'"),
     (OK + "report: pongg\n", "smoke", "unknown report 'pongg' (did you mean 'pong'?); "
      "allowed: generic, network-scaling, bipedal, pong, worker-scaling, neuromod-vs-cmaes, mujoco, "
-     "islands-vs-one"),
+     "islands-vs-one, virtual-time"),
     ("name: x\nseeds: [0]\nscales: {smoke: {}, laptop: {}, cluster: {}}\n", "huge",
      "unknown scale 'huge'; this experiment has smoke, laptop, cluster"),
     ("name: x\nseeds: [0]\n", "laptop", "unknown scale 'laptop'; this experiment has no scales"),
@@ -316,7 +316,7 @@ def test_every_experiment_file_loads_and_checks_at_every_scale(name, scale):
         assert t.overrides.get("time_budget") or t.overrides.get("max_evals"), t.label
 
 
-def test_the_directory_holds_exactly_the_nine_experiments():
+def test_the_directory_holds_exactly_the_listed_experiments():
     assert sorted(p.stem for p in EXPERIMENTS.glob("*.yaml")) == sorted(FILES)
 
 

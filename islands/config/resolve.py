@@ -28,6 +28,9 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
     """Fill per-env defaults, validate and derive; returns a new Config. Raises ConfigError.
     ``check_env=False`` skips the checks that look the environment up or create it."""
     c = dataclasses.replace(cfg)
+    for name in ("cluster", "calibration"):  # read where the run runs (a Tune trial's cwd)
+        if getattr(c, name):
+            setattr(c, name, os.path.abspath(getattr(c, name)))
     _import_env_module(c.env_module)
     _problem_env(c)
     if check_env and c.problem is None:

@@ -41,7 +41,7 @@ from .names import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 # True / False, None for a run solved without one (``solved_of``); ``solved_at_total``: a
 # solved run without a count to solve, its *_used at its totals (an upper bound).
 RUN_COLUMNS = (
-    "status", "reason", "env", "target", "strategy", "policy", "hidden", "islands",
+    "status", "reason", "runtime", "env", "target", "strategy", "policy", "hidden", "islands",
     "popsize", "episodes", "num_params", "solved", "confirmed", "test_mean",
     "confirmation_mean", "best_fitness",
     "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
@@ -158,6 +158,7 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
                  metrics: pd.DataFrame) -> dict[str, Any]:
     solved, confirmed = solved_of(summary)
     row: dict[str, Any] = {
+        "runtime": summary.get("runtime", cfg.get("runtime") or "ray"),
         "env": summary.get("env", cfg.get("env")), "target": _num(summary.get("target",
                                                                             cfg.get("target"))),
         "strategy": _strategy(summary, cfg), "policy": cfg.get("policy"),

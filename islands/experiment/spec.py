@@ -189,13 +189,22 @@ def _check_field(path: str, where: str, key: Any) -> None:
         raise _err(path, f"field 'seed' in {where}: list the seeds under seeds: instead")
 
 
+# launcher fields that name files: relative to where ``run`` is typed (as on the launcher's
+# command line), made absolute so that a trial reads them from its own working directory
+PATH_FIELDS = ("cluster", "calibration")
+
+
+def _absolute(key: str, value: Any) -> Any:
+    return os.path.abspath(value) if key in PATH_FIELDS and isinstance(value, str) else value
+
+
 def _check_base(path: str, where: str, block: Any) -> dict[str, Any]:
     block = _mapping(path, where, block)
     for key in block:
         _check_field(path, where, key)
         if key in BUDGET_FIELDS:
             raise _err(path, f"field {key!r} in {where} belongs in budget")
-    return block
+    return {k: _absolute(k, v) for k, v in block.items()}
 
 
 def _check_grid(path: str, where: str, block: Any) -> dict[str, list]:
@@ -212,7 +221,7 @@ def _check_grid(path: str, where: str, block: Any) -> dict[str, list]:
             if text in seen:
                 raise _err(path, f"grid field {key!r} in {where} lists {v!r} twice")
             seen.add(text)
-    return block
+    return {k: [_absolute(k, v) for v in vs] for k, vs in block.items()}
 
 
 def _check_budget(path: str, where: str, block: Any) -> dict[str, Any]:

@@ -109,3 +109,12 @@ def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
             "machines": len({(s.get("host"), s.get("boot")) for s in segs}),
             "days": len(days), "hours": round(sum(s.get("hours", 0.0) for s in segs), 2),
             "first": segs[0]["started"], "last": segs[-1]["ended"]}
+
+
+def log_segment(run_dir: str | Path, started_at: float, stop_reason: str,
+                episodes: int | None) -> list[dict[str, Any]]:
+    """Append this run segment (this machine, the commit, from ``started_at`` to now) to
+    ``run_dir``'s record; returns every segment."""
+    import time
+
+    return append(run_dir, segment(started_at, time.time(), stop_reason, episodes, commit()))

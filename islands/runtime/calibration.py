@@ -2,9 +2,10 @@
 of (``runtime/virtual.py``).
 
 One island of the run's plan (its strategy, population, policy and environment) evolves in
-this process on one evaluator thread for a few seconds after a warm-up generation; the
-seconds per step include the policy's forward passes and the strategy's own work per
-generation, as an island call's do. The figure is stored with the run
+this process on one evaluator thread for a few seconds after a warm-up generation, then on
+two: the seconds per step include the policy's forward passes and the strategy's own work
+per generation, as an island call's do, and the two give the serial fraction that more
+threads do not speed up (Amdahl's law). The figure is stored with the run
 (``calibration.json``) and a replay reads it back (``--calibration``), so that every
 virtual second traces to this measurement and a replay's clock is the same.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,21 @@ MAX_GENERATIONS = 200
 
 
 def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict[str, Any]:
-    """Measure ``spec``'s island on one thread here; the calibration record."""
+    """Measure ``spec``'s island here on one evaluator thread, and on two where this
+    machine has two cores: the calibration record, with the serial fraction of a step's
+    time (Amdahl: the policy's forward passes and the strategy run in one thread whatever
+    the evaluator's threads) fitted from the two."""
+    one = _measure(cfg, spec, 1, seconds)
+    two = _measure(cfg, spec, 2, seconds) if (os.cpu_count() or 1) >= 2 else None
+    # s2 = s1 (f + (1 - f) / 2)  =>  f = 2 s2 / s1 - 1, within [0, 1]
+    serial = 1.0 if two is None else min(1.0, max(0.0, 2 * two["s_per_step"]
+                                                   / one["s_per_step"] - 1))
+    return {**one, "serial_fraction": serial,
+            "two_threads": None if two is None else two["s_per_step"]}
+
+
+def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float) -> dict[str, Any]:
+    """``spec``'s island on ``threads`` evaluator threads for ``seconds``."""
     from envs.synthetic import parse_synthetic
 
     from ..island.core import IslandCore
@@ -35,7 +51,7 @@ def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict
 
     one_torch_thread(load=cfg.problem is None and parse_synthetic(cfg.env) is None)
     core = IslandCore(spec.replace(slowdown_s=0.0), cfg.eval_spec(), run_seed=cfg.seed,
-                      num_threads=1, device="cpu")
+                      num_threads=threads, device="cpu")
     try:
         core.evolve(1)  # warm-up: imports, first allocations
         steps0, gens, t0 = core.counters.env_steps, 0, time.perf_counter()
@@ -46,7 +62,7 @@ def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict
     finally:
         core.close()
     return {"env": cfg.env, "s_per_step": spent / max(steps, 1), "env_steps": int(steps),
-            "seconds": round(spent, 4), "generations": gens, "threads": 1,
+            "seconds": round(spent, 4), "generations": gens, "threads": threads,
             "strategy": spec.strategy, "popsize": spec.popsize, "machine": machine(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds")}

@@ -16,6 +16,7 @@ import ray
 
 from ..config import Config
 from ..output.rundir import RunDir
+from ..output.segments import log_segment
 from ..output.summary import write_outputs
 from ..placement import place_by_node_type
 from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
@@ -41,6 +42,10 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
     each island report (the experiment runner forwards it to Tune)."""
     from ..config.resume import check_resume, prior_rows, settle_run_dir
 
+    if cfg.runtime == "virtual":  # (a Tune trial's: the launcher goes there directly)
+        from .virtual_driver import run_virtual
+
+        return run_virtual(cfg, out, display, observer)
     t_start, started_at = time.monotonic(), time.time()
     resume = cfg.resume is not None
     cfg = settle_run_dir(cfg, out)
@@ -69,11 +74,11 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         rd.write_config(cfg.to_yaml_dict())
         result = drive(arch, cfg, rd, plan, infos, display, observer,
                         prior_rows(out) if resume else [])
-        segments = _log_segment(rd, started_at, result.stop_reason, result.totals["episodes"])
+        segments = log_segment(rd.path, started_at, result.stop_reason, result.totals["episodes"])
         return write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
     except BaseException as e:  # a Tune trial stopped, a crash: the segment still counts
         if rd is not None and segments is None:
-            _log_segment(rd, started_at, f"raised {type(e).__name__}", None)
+            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None)
         raise
     finally:
         SIGNALS.arch = None
@@ -83,15 +88,6 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
             arch.shutdown()
         if started:
             ray.shutdown()
-
-
-def _log_segment(rd: RunDir, started_at: float, stop_reason: str,
-                 episodes: int | None) -> list[dict[str, Any]]:
-    """Append this run segment (machine, commit, times) to the run directory's record."""
-    from ..output import segments
-
-    return segments.append(rd.path, segments.segment(started_at, time.time(), stop_reason,
-                                                     episodes, segments.commit()))
 
 
 def _plan(cfg: Config, nodes: list[dict[str, float]], display: bool

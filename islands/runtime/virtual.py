@@ -5,14 +5,15 @@ gives (``--runtime virtual --cluster FILE``).
 Each call is computed for real when it is sent (real episodes on this machine's cores, so
 episodes and fitness are the algorithm's own) and completes at a virtual time: an island
 batch after its islands' environment steps at the calibrated seconds per step
-(``runtime/calibration.py``), divided by the island's CPUs and its node's speed, times a
-straggler draw, plus one message latency each way; a coordinator report after its latency,
-in turn behind the reports before it (one coordinator, one report at a time) and its own
-cost; a candidate test after its steps on one core of the head. Island state depends only on
-its own calls, so computing a batch when it is sent is exact; the coordinator's state
-depends on the order of reports, so a report is processed when its event comes due, in
-virtual-time order (ties by submission order). Nothing depends on the real clock: a run is
-reproducible from its seed, cluster file and calibration, bit for bit.
+(``runtime/calibration.py``), sped up by the island's evaluator threads as far as its
+serial fraction allows (Amdahl) and by its node's speed, times a straggler draw, plus one
+message latency each way; a coordinator report after its latency, in turn behind the
+reports before it (one coordinator, one report at a time) and its own cost; a candidate
+test after its steps on one core of the head. Island state depends only on its own calls,
+so computing a batch when it is sent is exact; the coordinator's state depends on the order
+of reports, so a report is processed when its event comes due, in virtual-time order (ties
+by submission order). Nothing depends on the real clock: a run is reproducible from its
+seed, cluster file and calibration, bit for bit.
 
 Seams: this class is a :class:`.port.Runtime` and the loop cannot tell it from the Ray one.
 Not yet modelled: elastic runs and node failures (refused at start).
@@ -97,12 +98,13 @@ class VirtualArchipelago:
     process_kind = "virtual"  # what the live table calls its host processes
 
     def __init__(self, cfg: Config, plan: list[IslandSpec], cluster: ClusterModel,
-                 s_per_step: float, resume: bool = False) -> None:
+                 s_per_step: float, resume: bool = False, serial_fraction: float = 0.0
+                 ) -> None:
         if cfg.elastic is not None:
             raise ResourceError("--elastic is not modelled by the virtual runtime yet; use "
                                 "--runtime ray")
         self.cfg, self.plan, self.cluster, self.resume = cfg, plan, cluster, resume
-        self.s_per_step = float(s_per_step)
+        self.s_per_step, self.serial = float(s_per_step), float(serial_fraction)
         self.hosts = group_islands(plan, cfg.islands_per_process)
         self.node_of_host = place_hosts(self.hosts, cluster.nodes)
         self.host_of = {s.index: h for h, host in enumerate(self.hosts) for s in host.islands}
@@ -201,13 +203,25 @@ class VirtualArchipelago:
                 results.append(IslandFailure(c.island, f"{type(e).__name__}: {e}"))
                 continue
             spec = self.plan[c.island]
-            cpus = max(float(spec.num_cpus or 1.0), 1e-4)
-            own = ((core.counters.env_steps - steps0) * self.s_per_step / (cpus * node.speed)
+            own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
                    + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
             r.report.call_s = own  # the modelled seconds, not this machine's
             seconds += own
             results.append(r)
         return self._event(self.now + seconds + 2 * self.cluster.latency_s, results)
+
+    def step_s(self, host: int, spec: IslandSpec) -> float:
+        """Seconds per env step of ``spec``'s island in process ``host``, on cores of speed
+        1. Its evaluator runs ``round(num_cpus)`` threads (at least one, as the island actor
+        builds it), within its process's CPUs, which its islands take one after another;
+        the serial fraction of a step does not speed up with threads (Amdahl). A process
+        with less than one CPU shares a core: its steps take 1 / CPUs as long."""
+        cpus = sum(float(s.num_cpus or 0.0) for s in self.hosts[host].islands) or 1.0
+        threads = max(1, round(float(spec.num_cpus or 1.0)))
+        par = min(cpus, threads)
+        if par < 1:
+            return self.s_per_step / par
+        return self.s_per_step * (self.serial + (1.0 - self.serial) / par)
 
     def report(self, ids: list[int | None], batch: Event) -> Event:
         """Processed when it comes due: behind the coordinator's earlier reports."""

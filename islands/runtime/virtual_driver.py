@@ -17,6 +17,7 @@ from typing import Any
 from ..config import Config
 from ..costmodel import load_cluster
 from ..output.rundir import RunDir
+from ..output.segments import log_segment
 from ..output.summary import write_outputs
 from ..planning import plan_islands
 from ..signals import SIGNALS
@@ -29,7 +30,6 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
                 observer: Observer | None = None) -> dict[str, Any]:
     """Run ``cfg`` on its cluster file's virtual clock; returns the summary dict."""
     from ..config.resume import check_resume, prior_rows, settle_run_dir
-    from .driver import _log_segment
 
     t_start, started_at = time.monotonic(), time.time()
     resume = cfg.resume is not None
@@ -45,9 +45,11 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
     if cal is None:
         say("calibrating seconds per env step on this machine ...", flush=True)
         cal = calibrate(cfg, plan[0])
-    say(f"calibration: {cal['s_per_step'] * 1e6:.2f} us per env step on one core", flush=True)
+    say(f"calibration: {cal['s_per_step'] * 1e6:.2f} us per env step on one core, serial "
+        f"fraction {cal.get('serial_fraction', 0.0):.2f}", flush=True)
     SIGNALS.install()
-    arch = VirtualArchipelago(cfg, plan, cluster, cal["s_per_step"], resume=resume)
+    arch = VirtualArchipelago(cfg, plan, cluster, cal["s_per_step"], resume=resume,
+                              serial_fraction=float(cal.get("serial_fraction", 0.0)))
     rd, segments = None, None
     try:
         arch.start()
@@ -59,7 +61,7 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         SIGNALS.arch = arch
         result = drive(arch, cfg, rd, plan, infos, display, observer,
                        prior_rows(cfg.out) if resume else [])
-        segments = _log_segment(rd, started_at, result.stop_reason, result.totals["episodes"])
+        segments = log_segment(rd.path, started_at, result.stop_reason, result.totals["episodes"])
         summary = write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
         summary |= _virtual_fields(arch, cal, time.monotonic() - t_start)
         rd.write_summary(summary)
@@ -67,7 +69,7 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         return summary
     except BaseException as e:
         if rd is not None and segments is None:
-            _log_segment(rd, started_at, f"raised {type(e).__name__}", None)
+            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None)
         raise
     finally:
         SIGNALS.arch = None

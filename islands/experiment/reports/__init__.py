@@ -20,6 +20,8 @@ section 8), one module per question:
 - ``mujoco``: training episodes to ARS's thresholds against ARS V2-t (:mod:`.mujoco`).
 - ``islands-vs-one``: k islands with and without migration against one population k times
   larger, per task (:mod:`.islands_vs_one`).
+- ``virtual-time``: the virtual clock's time to solve against real runs of the same
+  configurations and seeds (:mod:`.virtual_time`).
 
 An answer says "no difference shown" where intervals overlap or a cell has fewer than
 :data:`.common.MIN_RUNS` runs. Works on a partial experiment (missing trials are listed).
@@ -40,6 +42,7 @@ from .mujoco import mujoco_report
 from .neuromod import neuromod_report
 from .scaling import network_scaling_report, worker_scaling_report
 from .target import bipedal_report, pong_report
+from .virtual_time import virtual_time_report
 
 # The report kinds, in the order error messages list them; the experiment YAML's check
 # (:mod:`islands.experiment.spec`) takes its allowed values from here.
@@ -52,6 +55,7 @@ REPORTS: dict[str, Callable[[Context], list[str]]] = {
     "neuromod-vs-cmaes": neuromod_report,
     "mujoco": mujoco_report,
     "islands-vs-one": islands_vs_one_report,
+    "virtual-time": virtual_time_report,
 }
 
 
