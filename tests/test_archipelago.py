@@ -9,11 +9,12 @@ import os
 import numpy as np
 import pytest
 from conftest import HANG_S, MET, last_row, stop_when
+from fakes import island_result
 
 from islands.config import from_dict, resolve
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
 from islands.island.core import IslandCore
-from islands.messages import Emigrants, EvolveResult, IslandReport
+from islands.messages import Emigrants, IslandReport
 from islands.planning import (
     IslandSpec,
     ResourceError,
@@ -67,10 +68,7 @@ def _report(i, g, strategy="cmaes"):
 
 
 def _result(i, g, fitness, dim=3, obs=None, stats=None):
-    f = np.asarray(fitness, dtype=float)
-    return EvolveResult(report=_report(i, g),
-                        emigrants=Emigrants(np.tile(f[:, None], (1, dim)), f, i, g),
-                        obs_delta=obs, obs_stats=stats)
+    return island_result(i, g, fitness, dim, obs=obs, stats=stats)
 
 
 def _coordinator(n, topology, **kw):

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+from fakes import island_result
 
 from islands.candidates import CANDIDATE_SETS, Candidate, CandidateQueue, Validation
-from islands.messages import CandidateOffer, Emigrants, EvolveResult, IslandReport
+from islands.messages import CandidateOffer
 
 
 def _result(i, g, fitness, center=None, confirmed=(None, None)):
     """An island's result whose best sample has ``max(fitness)``; offers as an island
     makes them once that reaches the threshold (here: always)."""
-    f = np.asarray(fitness, dtype=float)
-    rep = IslandReport(island=i, strategy="cmaes", generation=g)
-    top = float(f.max())
+    top = float(np.max(fitness))
     offers = [CandidateOffer("sample", np.full(2, top), top, confirmed[0])]
     if center is not None:
         offers.append(CandidateOffer("center", np.full(2, float(center)), top, confirmed[1]))
-    return EvolveResult(report=rep, emigrants=Emigrants(np.tile(f[:, None], (1, 2)), f, i, g),
-                        offers=offers)
+    return island_result(i, g, fitness, 2, offers=offers)
 
 
 def _cand(x, kind="sample"):

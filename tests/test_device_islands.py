@@ -108,7 +108,7 @@ def test_a_gpu_nt_island_plans_the_torch_native_env_unless_told_otherwise():
 
 def test_the_start_line_names_each_islands_backend_and_device():
     from islands.messages import IslandInfo
-    from islands.runtime.driver import _backends
+    from islands.runtime.drive import _backends
 
     def info(i, backend, device):
         return IslandInfo(i, "cmaes", 4, 8, device, 1, backend, {}, 0, None)

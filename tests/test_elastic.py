@@ -11,14 +11,14 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 from conftest import ROOT, run_cluster_script, subprocess_env
+from fakes import island_result
 
 from islands.config import ConfigError, from_dict, resolve
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
 from islands.elastic import Host, Node, decide
-from islands.messages import Emigrants, EvolveResult, IslandReport
+from islands.messages import EvolveResult
 from islands.persistence.checkpointing import CheckpointSpec
 
 CPU = {"CPU": 1.0}
@@ -54,8 +54,7 @@ def test_the_rule_moves_lost_hosts_while_there_is_room_and_retires_the_rest():
 
 
 def report(i: int, g: int, fitness: float) -> EvolveResult:
-    rep = IslandReport(island=i, strategy="cmaes", generation=g, best_so_far=fitness)
-    return EvolveResult(rep, Emigrants(np.full((1, 3), float(i)), np.array([fitness]), i, g))
+    return island_result(i, g, fitness, params=i, best_so_far=fitness)
 
 
 def test_the_coordinator_links_joined_islands_and_closes_over_retired_ones(tmp_path):

@@ -11,20 +11,18 @@ import resource
 import subprocess
 import sys
 
-import numpy as np
 from conftest import ROOT, subprocess_env
+from fakes import island_result
 
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
 from islands.experiment.provenance import gpu_line, gpus, record
-from islands.messages import Emigrants, EvolveResult, IslandReport
+from islands.messages import EvolveResult
 from islands.output.summary import latency_summary
 from islands.runtime.calls import MAX_LISTED, Failures
 
 
 def _result(i: int, g: int, fitness: float, sent_at: float) -> EvolveResult:
-    f = np.array([fitness])
-    return EvolveResult(report=IslandReport(island=i, strategy="cmaes", generation=g),
-                        emigrants=Emigrants(np.tile(f[:, None], (1, 3)), f, i, g, sent_at))
+    return island_result(i, g, fitness, sent_at=sent_at)
 
 
 def test_batches_superseded_in_a_mailbox_are_counted_as_dropped():

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import numpy as np
+from fakes import island_result
 
 from islands.coordinator import CoordinatorSpec
-from islands.messages import Emigrants, EvolveResult, IslandReport
 from islands.runtime.actors import CoordinatorActor
 from islands.status import format_status, main
 
 
 def _result(i, gen, fit, strategy):
-    rep = IslandReport(island=i, strategy=strategy, generation=gen, evals=8 * gen,
-                       env_steps=100 * gen, frames=100 * gen, fitness_max=fit,
-                       fitness_mean=fit / 2, best_so_far=fit, immigrants=gen // 2,
-                       immigrants_new=0, rejected=0, call_s=0.1, evals_per_s=123.4,
-                       steps_per_s=1000.0, island_wall_s=1.0, obs_count=0.0,
-                       restarts=gen // 3)
-    return EvolveResult(report=rep,
-                        emigrants=Emigrants(np.full((1, 3), float(i)), np.array([fit]), i, gen))
+    return island_result(i, gen, fit, params=i, strategy=strategy, evals=8 * gen,
+                         env_steps=100 * gen, frames=100 * gen, fitness_max=fit,
+                         fitness_mean=fit / 2, best_so_far=fit, immigrants=gen // 2,
+                         immigrants_new=0, rejected=0, call_s=0.1, evals_per_s=123.4,
+                         steps_per_s=1000.0, island_wall_s=1.0, obs_count=0.0,
+                         restarts=gen // 3)
 
 
 def test_status_table_from_a_coordinator(ray_session):

@@ -18,8 +18,6 @@ import platform
 from importlib import metadata
 from typing import Any
 
-from ..output.segments import commit, memory_gb
-
 PACKAGES = ("ray", "torch", "envpool", "gymnasium", "numpy", "scipy", "cma")
 
 
@@ -89,6 +87,8 @@ def env_table(ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def record(spec: dict[str, Any]) -> dict[str, Any]:
     """Everything the report states about where the experiment ran."""
+    from ..output.segments import commit, memory_gb  # (gpus() also loads without the package)
+
     names, gpu_error = gpus()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...output.segments import commit
 from ..cells import FAILED, per_config, ran
 from ..collect import missing_trials, param_value
 from ..figures import km_curves, save_figure
 from ..names import FIGURES_DIR, RUNS_DIR
-from ..provenance import commit, gpu_line, table_changes
+from ..provenance import gpu_line, table_changes
 
 ALPHA = 0.05  # significance level of the head-to-head tests (8.5)
 MIN_RUNS = 5  # fewer runs in a cell: no difference is claimed
