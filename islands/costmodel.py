@@ -13,6 +13,8 @@ file), under ``islands_virtual``::
         straggler: {p: 0.05, factor: 5}  # a call 5x slower with probability 0.05
         latency_s: 0.0005                # one way, per message between processes
         coordinator_s: 0.0005            # the coordinator's work per island report
+        failures_per_hour: 0.5           # per worker node: its processes die
+        restart_s: 10                    # a dead process back, from its checkpoint
 
 A file with none of it describes homogeneous nodes of speed 1 with no stragglers. Seconds
 per environment step on one core of speed 1 come from a calibration on this machine
@@ -35,6 +37,7 @@ from .config.checks import ConfigError
 SECTION = "islands_virtual"
 DEFAULT_LATENCY_S = 5e-4  # one way, a message between processes on a LAN
 DEFAULT_COORDINATOR_S = 5e-4  # the coordinator's work per report (a few array copies)
+DEFAULT_RESTART_S = 10.0  # a process Ray restarts: a new worker, imports, its checkpoint
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,12 @@ class ClusterModel:
     coordinator_s: float = DEFAULT_COORDINATOR_S
     straggler_p: float = 0.0
     straggler_factor: float = 1.0
+    failures_per_hour: float = 0.0  # per worker node (the head, the coordinator's, never)
+    restart_s: float = DEFAULT_RESTART_S
     digest: str = ""  # sha256 of the file, first 16 hex digits
     source: str = ""  # the file's path
     node_types: dict[str, int] = field(default_factory=dict)  # type -> nodes
+    head_type: str | None = None
 
     @property
     def cpus(self) -> float:
@@ -72,6 +78,14 @@ class ClusterModel:
                  + (f", speed {n.speed:g}" if n.speed != 1 else "") + ")"
                  for t, n in seen.items()]
         return " + ".join(parts) + f": {self.cpus:g} CPUs"
+
+    def fails(self, node: Node, seconds: float, rng: np.random.Generator) -> float | None:
+        """When within a call of ``seconds`` on ``node`` the node fails (seconds into the
+        call), or None: failures of a worker node come as a Poisson process."""
+        if self.failures_per_hour <= 0 or node.node_type == self.head_type:
+            return None
+        t = float(rng.exponential(3600.0 / self.failures_per_hour))
+        return t if t < seconds else None
 
     def straggle(self, rng: np.random.Generator) -> float:
         """A call's slowdown factor: ``straggler_factor`` with probability ``straggler_p``."""
@@ -133,6 +147,11 @@ def load_cluster(path: str | Path) -> ClusterModel:
         straggler_p=p,
         straggler_factor=_number(strag.get("factor", 1.0), f"{SECTION}.straggler.factor",
                                  0.0, strict=True),
+        failures_per_hour=_number(extra.get("failures_per_hour", 0.0),
+                                  f"{SECTION}.failures_per_hour", 0.0),
+        restart_s=_number(extra.get("restart_s", DEFAULT_RESTART_S), f"{SECTION}.restart_s",
+                          0.0),
+        head_type=doc.get("head_node_type"),
         digest=hashlib.sha256(raw).hexdigest()[:16], source=str(path))
 
 

@@ -16,7 +16,10 @@ by submission order). Nothing depends on the real clock: a run is reproducible f
 seed, cluster file and calibration, bit for bit.
 
 Seams: this class is a :class:`.port.Runtime` and the loop cannot tell it from the Ray one.
-Not yet modelled: elastic runs and node failures (refused at start).
+A worker node's failures (``failures_per_hour``) lose its processes' calls; their islands
+come back from their checkpoints (by generations only) after ``restart_s``, and the loop
+resubmits the lost calls as it does on Ray. Not yet modelled: elastic runs (refused at
+start).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..messages import HallOfFame, HofSummary, IslandCall, IslandFailure, Island
 from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
 from ..seeds import candidate_test_seed, retest_seed
-from .port import CallFailed, Fixed
+from .port import CallFailed, CallLost, Fixed
 
 THREADS = 1  # each island core's evaluator threads here (the replay must not depend on them)
 
@@ -113,6 +116,9 @@ class VirtualArchipelago:
         self.queue: list[Event] = []  # events not yet done, by (at, seq)
         self.coordinator_free = 0.0  # when the coordinator finishes the reports it has
         self.rng = np.random.default_rng([int(cfg.seed), 0x7157])  # stragglers
+        self.fail_rng = np.random.default_rng([int(cfg.seed), 0xFA11])  # node failures
+        self.host_ready = [0.0] * len(self.hosts)  # a restarting process's islands wait
+        self.failures: list[dict[str, Any]] = []  # (the summary's)
         self.stop_signal: int | None = None
         self.stop_request: str | None = None
         self.cores: dict[int, Any] = {}
@@ -123,20 +129,25 @@ class VirtualArchipelago:
 
     # ---- start and stop ----------------------------------------------------------------
     def start(self) -> None:
-        from ..island.core import IslandCore
         from .archipelago import coordinator_spec
 
         ckpt = self._checkpoint_spec()
         one_torch_thread(load=self._policy_task())
         self.coordinator = CoordinatorCore(coordinator_spec(self.cfg), ckpt,
                                            reconstructed=self.resume)
-        ev = self.cfg.eval_spec()
-        for spec in self.plan:  # a slow island's sleep is virtual time, not real
-            self.cores[spec.index] = IslandCore(
-                spec.replace(slowdown_s=0.0), ev, run_seed=self.cfg.seed,
-                num_threads=THREADS, device="cpu", checkpoint=ckpt,
-                reconstructed=self.resume)
+        for spec in self.plan:
+            self.cores[spec.index] = self._core(spec, self.resume)
         one_torch_thread()
+
+    def _core(self, spec: IslandSpec, reconstructed: bool):
+        """Island ``spec``'s core; ``reconstructed``: from its checkpoint (a resumed run, or
+        its process restarted after its node failed). A slow island's sleep is virtual
+        time, not real."""
+        from ..island.core import IslandCore
+
+        return IslandCore(spec.replace(slowdown_s=0.0), self.cfg.eval_spec(),
+                          run_seed=self.cfg.seed, num_threads=THREADS, device="cpu",
+                          checkpoint=self._checkpoint_spec(), reconstructed=reconstructed)
 
     def _policy_task(self) -> bool:
         """A policy network evaluates the genomes (torch), not the genome itself."""
@@ -145,9 +156,11 @@ class VirtualArchipelago:
         return self.cfg.problem is None and parse_synthetic(self.cfg.env) is None
 
     def _checkpoint_spec(self) -> CheckpointSpec | None:
+        """By generations only: a checkpoint by the real clock would make the state a
+        failed node's islands come back to depend on this machine's speed."""
         cfg = self.cfg
         return None if cfg.checkpoint_uri is None else CheckpointSpec(
-            cfg.checkpoint_uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
+            cfg.checkpoint_uri, cfg.checkpoint_interval, 0.0, self.resume)
 
     def wait_ready(self) -> list[IslandInfo]:
         self.infos = [self.cores[s.index].info() for s in self.plan]
@@ -197,18 +210,42 @@ class VirtualArchipelago:
         for c in calls:
             core = self.cores[c.island]
             steps0 = core.counters.env_steps
+            # its checkpoint waits until the call is known to complete: a node that fails
+            # during the call leaves the checkpoint from before it, as on a real node
+            store, core.storage = core.storage, None
             try:
                 r = core.evolve(c.k, c.immigrants, c.obs_stats, c.want_offers)
             except Exception as e:  # as the actor's: the island is dropped, the others go on
                 results.append(IslandFailure(c.island, f"{type(e).__name__}: {e}"))
                 continue
+            finally:
+                core.storage = store
             spec = self.plan[c.island]
             own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
                    + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
             r.report.call_s = own  # the modelled seconds, not this machine's
             seconds += own
             results.append(r)
-        return self._event(self.now + seconds + 2 * self.cluster.latency_s, results)
+        start = max(self.now, self.host_ready[host])  # a restarted process first comes back
+        fail = self.cluster.fails(node, seconds, self.fail_rng)
+        if fail is not None:
+            return self._fail(host, start + fail)
+        for c in calls:  # the checkpoints the calls were due (exactly where evolve writes)
+            self.cores[c.island].maybe_checkpoint()
+        return self._event(start + seconds + 2 * self.cluster.latency_s, results)
+
+    def _fail(self, host: int, at: float) -> Event:
+        """Host ``host``'s node fails at ``at``: the call is lost, its islands come back
+        from their checkpoints after ``restart_s`` (as Ray restarts an actor), and the loop
+        resubmits the call as it does any lost call."""
+        for spec in self.hosts[host].islands:
+            self.cores[spec.index].close()
+            self.cores[spec.index] = self._core(self.plan[spec.index], True)
+        self.host_ready[host] = at + self.cluster.restart_s
+        self.failures.append({"host": host, "at": at,
+                              "islands": [s.index for s in self.hosts[host].islands]})
+        return self._event(at + self.cluster.latency_s,
+                           error=CallLost(f"node {self.node_of_host[host]} failed (virtual)"))
 
     def step_s(self, host: int, spec: IslandSpec) -> float:
         """Seconds per env step of ``spec``'s island in process ``host``, on cores of speed

@@ -80,9 +80,11 @@ def _virtual_fields(arch: VirtualArchipelago, cal: dict[str, Any], real_s: float
                     ) -> dict[str, Any]:
     c = arch.cluster
     return {"runtime": "virtual", "real_s": real_s, "virtual_events": arch.events,
+            "node_failures": arch.failures,
             "cluster": {"file": c.source, "digest": c.digest, "nodes": len(c.nodes),
                         "cpus": c.cpus, "described": c.describe(), "latency_s": c.latency_s,
-                        "straggler": {"p": c.straggler_p, "factor": c.straggler_factor}},
+                        "straggler": {"p": c.straggler_p, "factor": c.straggler_factor},
+                        "failures_per_hour": c.failures_per_hour, "restart_s": c.restart_s},
             "calibration": cal}
 
 
