@@ -29,6 +29,7 @@ import heapq
 import itertools
 import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -126,6 +127,10 @@ class VirtualArchipelago:
         self.infos: list[IslandInfo] = []
         self.start_hof = HofSummary(-math.inf, None, None)
         self.events = 0  # calls modelled (the run's summary)
+        # real seconds in the islands' calls and the tests (the rest of a virtual run's
+        # real time is the simulator's own cost: the loop, the events, the coordinator)
+        self.compute_s = 0.0
+        self.loop_s = 0.0  # the run loop's real seconds (the driver's)
 
     # ---- start and stop ----------------------------------------------------------------
     def start(self) -> None:
@@ -213,6 +218,7 @@ class VirtualArchipelago:
             # its checkpoint waits until the call is known to complete: a node that fails
             # during the call leaves the checkpoint from before it, as on a real node
             store, core.storage = core.storage, None
+            t0 = time.perf_counter()
             try:
                 r = core.evolve(c.k, c.immigrants, c.obs_stats, c.want_offers)
             except Exception as e:  # as the actor's: the island is dropped, the others go on
@@ -220,6 +226,7 @@ class VirtualArchipelago:
                 continue
             finally:
                 core.storage = store
+                self.compute_s += time.perf_counter() - t0
             spec = self.plan[c.island]
             own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
                    + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
@@ -280,8 +287,10 @@ class VirtualArchipelago:
 
         spec, seed = ((self.cfg.retest_spec(), retest_seed(self.cfg.seed, n)) if kind == "retest"
                       else (self.cfg.test_spec(), candidate_test_seed(self.cfg.seed, n)))
+        t0 = time.perf_counter()
         res = screened_test(spec, cand.params, cand.obs_stats, seed,
                             self.cfg.fitness_target if screen else None)
+        self.compute_s += time.perf_counter() - t0
         seconds = float(res.get("env_steps", 0)) * self.s_per_step
         return self._event(self.now + seconds + 2 * self.cluster.latency_s, res)
 

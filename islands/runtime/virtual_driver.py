@@ -59,8 +59,10 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         rd.write_config(cfg.to_yaml_dict())
         rd._atomic_text(CALIBRATION_FILE, json.dumps(cal, indent=2) + "\n")
         SIGNALS.arch = arch
+        t_loop = time.monotonic()
         result = drive(arch, cfg, rd, plan, infos, display, observer,
                        prior_rows(cfg.out) if resume else [])
+        arch.loop_s = time.monotonic() - t_loop
         segments = log_segment(rd.path, started_at, result.stop_reason, result.totals["episodes"])
         summary = write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
         summary |= _virtual_fields(arch, cal, time.monotonic() - t_start)
@@ -81,6 +83,8 @@ def _virtual_fields(arch: VirtualArchipelago, cal: dict[str, Any], real_s: float
     c = arch.cluster
     return {"runtime": "virtual", "real_s": real_s, "virtual_events": arch.events,
             "node_failures": arch.failures,
+            # real seconds of the run loop, and of the evaluations inside it
+            "loop_s": arch.loop_s, "compute_s": arch.compute_s,
             "cluster": {"file": c.source, "digest": c.digest, "nodes": len(c.nodes),
                         "cpus": c.cpus, "described": c.describe(), "latency_s": c.latency_s,
                         "straggler": {"p": c.straggler_p, "factor": c.straggler_factor},
