@@ -56,10 +56,10 @@ def row(n: int, root: Path) -> dict:
             "virtual s": round(s["wall_s"], 3)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = bench.parser(__doc__)
     bench.add_quick(p, "16 and 64 islands only")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     sizes = (16, 64) if args.quick else (16, 64, 256, 1024)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
