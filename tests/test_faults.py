@@ -171,8 +171,8 @@ def test_failures_at_the_end_are_reported_not_swallowed(ray_session, tmp_path):
         loop = RunLoop(arch)
         loop.run()
         dim = arch.infos[0].dim
-        loop.test_ref = broken_test.remote()
-        loop.test_job = ("test", Candidate(np.zeros(dim), 1.0, 0, 3, None))
+        loop.lane.ref = broken_test.remote()
+        loop.lane.job = ("test", Candidate(np.zeros(dim), 1.0, 0, 3, None))
         bad = ray.put("not an EvolveResult")
         loop.outbox.in_flight[arch.coordinator.report_batch.remote([1], bad)] = ([1], bad)
         result = loop.wrap_up()

@@ -35,19 +35,11 @@ import logging
 import math
 from typing import Any
 
-import numpy as np
-
-from ..candidates import (
-    CANDIDATE_SETS,
-    Candidate,
-    CandidateQueue,
-    Validation,
-    Verdict,
-    passes,
-)
+from ..candidates import Candidate
 from ..messages import EvolveResult, IslandInfo, RunStatus
 from .calls import CoordinatorOutbox, IslandCalls
-from .port import CallFailed, CallLost, Runtime
+from .port import Runtime
+from .testlane import TestLane
 
 log = logging.getLogger("islands.driver")
 LATENCY_SAMPLES = 100_000  # migration latencies kept for the summary's percentiles
@@ -111,16 +103,14 @@ class RunLoop:
         self._totals = self._sum_latest()
         self.calls = IslandCalls(runtime, runtime.island_hosts(), self.cfg.gens_per_call,
                                  self.cfg.max_restarts)
-        self.calls.wants_offers = self._wants_offers
+        self.errors: list[dict[str, Any]] = []  # failures at the end that did not stop it
+        self.lane = TestLane(runtime, self.cfg, lambda: self.rt.clock() - self.t0, self.errors)
+        self.tests = self.lane.tests  # every test and confirmation, for the summary
+        self.calls.wants_offers = self.lane.wants_offers
         self.outbox = CoordinatorOutbox(runtime, self.cfg.max_restarts)
         self.hof: dict[str, Any] = {"fitness": -math.inf, "island": None, "generation": None}
         self.hof.update(vars(runtime.start_hof))  # a resumed run's
-        self.queue = CandidateQueue(self.cfg.fitness_target, CANDIDATE_SETS[self.cfg.candidates])
-        self.test_ref, self.test_job = None, None  # running: ref, ("test"|"retest", cand)
-        self.tests: list[dict[str, Any]] = []  # every test and confirmation, for the summary
-        self.validation = Validation(self.cfg.fitness_target, self.cfg.retest_episodes)
         self.stop_reason = ""
-        self.errors: list[dict[str, Any]] = []  # failures at the end that did not stop it
         self.latencies: collections.deque = collections.deque(maxlen=LATENCY_SAMPLES)
         # coordinator reply -> (islands whose next call waits for it, until when)
         self.awaiting: dict[Any, tuple[list[int], float]] = {}
@@ -166,12 +156,12 @@ class RunLoop:
         if spent:
             self.stop_reason = spent
             return True
-        if self.validation.solved:
+        if self.lane.solved:
             self.stop_reason = "target"
             return True
         if not self.calls.busy() and not self.awaiting:
             self.stop_reason = "generations" if any(self.calls.alive()) else "all islands failed"
-            return self.test_ref is None  # a test still running may yet pass
+            return self.lane.ref is None  # a test still running may yet pass
         return False
 
     def _dispatch_one(self) -> None:
@@ -180,7 +170,7 @@ class RunLoop:
         the migrants are queued before the island is resubmitted."""
         self.calls.flush()
         refs = list(self.outbox.in_flight) + list(self.calls.pending)
-        refs += [self.test_ref] if self.test_ref is not None else []
+        refs += [self.lane.ref] if self.lane.ref is not None else []
         joining = self.elastic.joining
         refs += list(joining)
         budget = self.cfg.time_budget
@@ -198,11 +188,11 @@ class RunLoop:
                 self.on_island_result(ref)
             elif ref in self.outbox.in_flight:
                 self.on_coordinator_reply(ref)
-            elif self.test_ref is not None and ref == self.test_ref:
+            elif self.lane.ref is not None and ref == self.lane.ref:
                 self.on_test_result()
             elif ref in joining:
                 self.elastic.on_joined(ref)
-        self._maybe_start_test()
+        self.lane.start_next()
 
     def _joined(self, i: int, counters: dict[str, Any]) -> None:
         """An elastic run's new island ``i`` answered: its counters start the totals' row."""
@@ -235,7 +225,7 @@ class RunLoop:
         row.update({f"total_{k}": v for k, v in self._totals.items()})
         self.rows.append(row)
         self.latencies.extend(result.migration_latency_s)
-        self.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
+        self.lane.queue.offer(i, result, {**self._totals, "wall_s": row["wall_s"]})
         self.status.elapsed = row["wall_s"]
         if self.on_report is not None:
             self.on_report(row, self.status)
@@ -284,48 +274,7 @@ class RunLoop:
             self._resubmit(reply)
 
     def on_test_result(self) -> None:
-        res, self.test_ref = self.rt.get(self.test_ref), None
-        self._record_test(*self.test_job, res)
-
-    def _wants_offers(self) -> bool:
-        """Islands re-evaluate candidates for an offer only while the queue has room: with
-        a test running and a candidate of every kind waiting, an offer's re-evaluation
-        (2 genomes x --confirm-episodes, on the island's CPU) would mostly be discarded.
-        BipedalWalker with the population at the target: an offer nearly every generation,
-        20 episodes beside a generation of 48."""
-        return not self.validation.solved and not (
-            self.test_ref is not None and self.queue.full())
-
-    def _maybe_start_test(self) -> None:
-        if self.test_ref is None:
-            job = self.validation.next(self.queue)
-            if job is not None:
-                self.test_job, self.test_ref = job, self._submit(*job)
-
-    def _submit(self, kind: str, cand: Candidate, screen: bool = True):
-        v = self.validation
-        return self.rt.test(kind, cand, v.n_retests if kind == "retest" else v.n_tests, screen)
-
-    def _record_test(self, kind: str, cand: Candidate, res: dict[str, Any],
-                     final: bool = False) -> Verdict:
-        """Log a finished test or confirmation (``kind`` "test" / "retest")."""
-        role = "confirmation" if kind == "retest" else "selecting"
-        self.tests.append({"role": role, "fitness": cand.fitness, "confirmed": cand.confirmed,
-                           "confirmed_se": cand.confirmed_se,
-                           "island": cand.island,
-                           "generation": cand.generation, "kind": cand.kind, **res,
-                           "passed": passes(res, self.cfg.fitness_target),
-                           # the run's totals when the genome was found: what solving on
-                           # this test would have cost
-                           "found_at": dict(cand.found_at),
-                           "wall_s": self.rt.clock() - self.t0, "final": final})
-        log.info("%s of island %d's %s (generation %d, training fitness %.1f, "
-                 "re-evaluated %s): mean %.1f over %d episodes%s", role + " test", cand.island,
-                 cand.kind, cand.generation, cand.fitness,
-                 "-" if cand.confirmed is None else f"{cand.confirmed:.1f}",
-                 res["mean"], res["episodes"],
-                 " (screened out)" if res.get("screened_out") else "")
-        return self.validation.record(kind, cand, res)
+        self.lane.on_result()
 
     # ---- after the loop ----------------------------------------------------------------
     def wrap_up(self) -> RunResult:
@@ -340,8 +289,8 @@ class RunLoop:
                                        if a and i not in starting])
         rt.release_islands()
         if self.stop_reason != "interrupted":
-            self._finish_tests(hof)
-        v = self.validation
+            self.lane.finish(hof, self._found_at)
+        v = self.lane.validation
         chosen = v.solution()
         return RunResult(
             rows=self.rows, stop_reason=self.stop_reason, wall_s=wall_s,
@@ -350,48 +299,10 @@ class RunLoop:
             retest=None if chosen is None else chosen.retest,
             hof=vars(hof.summary()), coordinator_stats=cstats,
             tests=self.tests, islands=rt.infos, restarts=self.calls.lost(),
-            totals=dict(self._totals), offers_rejected=self.queue.rejected,
+            totals=dict(self._totals), offers_rejected=self.lane.queue.rejected,
             errors=self.calls.dropped.entries() + self.outbox.failed.entries() + errors
             + self.errors, migration_latency_s=list(self.latencies),
             elastic=self.elastic.summary())
-
-    def _finish_tests(self, hof) -> None:
-        """After the loop: the running test, the confirmation a passing test still awaits,
-        the hall of fame's test (and confirmation) when nothing is solved, and a
-        confirmation of the unsolved run's chosen genome, so that every run reports a
-        mean on episodes that played no part in choosing it."""
-        v = self.validation
-        if self.test_ref is not None:
-            self._wait_test(*self.test_job, ref=self.test_ref)
-            self.test_ref = None
-        if v.awaiting is not None:
-            self._wait_test("retest", v.awaiting.cand)
-        if not v.solved and hof.params is not None:
-            hc = Candidate(np.array(hof.params), float(hof.fitness), int(hof.island),
-                           int(hof.generation), hof.obs_stats,
-                           found_at=self._found_at(int(hof.island), int(hof.generation)))
-            if v.untested(hc):
-                self._wait_test("test", hc, screen=False)
-                if v.awaiting is not None:
-                    self._wait_test("retest", hc)
-        chosen = v.solution()
-        if chosen is not None and chosen.retest is None and v.retest_episodes > 0:
-            self._wait_test("retest", chosen.cand, screen=False)
-
-    def _wait_test(self, kind: str, cand: Candidate, screen: bool = True, ref=None) -> None:
-        """Run (or wait for ``ref``, already running) one test at the end of the run; a
-        failure goes into the summary's errors."""
-        try:
-            ref = self._submit(kind, cand, screen) if ref is None else ref
-            self._record_test(kind, cand, self.rt.get(ref, timeout=600), final=True)
-        except (CallLost, CallFailed, TimeoutError) as e:
-            role = "confirmation test" if kind == "retest" else "test"
-            where = (f"final {role} of island {cand.island}'s generation-{cand.generation} "
-                     f"{cand.kind}")
-            log.warning("%s: %s", where, e)
-            self.errors.append({"where": where, "message": str(e)})
-            if kind == "retest" and self.validation.awaiting is not None:
-                self.validation.awaiting = None  # not solved: its confirmation never ran
 
     def _found_at(self, island: int, generation: int) -> dict[str, float]:
         """The run's totals at the report in which ``island`` reached ``generation`` (where
