@@ -155,3 +155,20 @@ def test_runtime_flags_that_do_not_go_together(tmp_path, capsys, args, expect):
                         *args])
     err = capsys.readouterr().err.strip()
     assert code == 2 and expect in err and "\n" not in err, err
+
+
+def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
+    from islands.runtime import calibration
+
+    out = tmp_path / "cal.json"
+    assert calibration.main(["CartPole-v1", str(out), "--seconds", "0.3"]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["env"] == "CartPole-v1" and rec["s_per_step"] > 0 and rec["env_steps"] > 0
+    assert 0.0 <= rec["serial_fraction"] <= 1.0 and rec["machine"]["cpus"] >= 1
+    capsys.readouterr()
+    assert calibration.main(["Nope-v0", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown env id 'Nope-v0'" in err and "\n" not in err
+    s, _ = _run(tmp_path / "run", _cluster(tmp_path), calibration=str(out))
+    assert s["calibration"] == rec  # used as measured, not measured again
+    assert json.loads((tmp_path / "run" / "calibration.json").read_text()) == rec

@@ -81,3 +81,40 @@ def load(path: str | Path, env: str) -> dict[str, Any]:
     if rec.get("env") != env:
         raise ConfigError(f"--calibration: {path} is for {rec.get('env')!r}, not {env!r}")
     return rec
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m islands.runtime.calibration ENV FILE [launcher flags]``: measure ENV's
+    row (or the flags' config) here and write the record to FILE, for virtual runs that
+    should share one calibration (``--calibration FILE``)."""
+    import argparse
+    import sys
+
+    from ..api import prepare
+
+    p = argparse.ArgumentParser(prog="python -m islands.runtime.calibration",
+                                description="seconds per env step on this machine, for "
+                                "--runtime virtual --calibration FILE")
+    p.add_argument("env", help="the environment (its row of the environment table)")
+    p.add_argument("file", help="where the calibration record goes (JSON)")
+    p.add_argument("--seconds", type=float, default=MEASURE_S,
+                   help=f"seconds measured per thread count (default {MEASURE_S:g})")
+    args, rest = p.parse_known_args(argv)
+    try:
+        from ..config import build_parser
+
+        flags = vars(build_parser().parse_args(["--env", args.env, *rest]))
+        cfg = prepare(**flags)
+    except (ConfigError, ValueError) as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
+    from ..planning import plan_islands
+
+    rec = calibrate(cfg, plan_islands(cfg, [float(os.cpu_count() or 1)])[0], args.seconds)
+    Path(args.file).write_text(json.dumps(rec, indent=2) + "\n")
+    print(json.dumps({k: rec[k] for k in ("env", "s_per_step", "serial_fraction")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
