@@ -678,7 +678,7 @@ def test_mujoco_report_compares_training_episodes_with_ars(tmp_path):
     assert ("| Swimmer-v4 | 1000 | 2 | 2 | 3 | 4.5 | 2026-11-28 22:00 | 2026-11-30 10:30 |"
             ) in text, text
     assert "| Swimmer-v4 | 1001 | 1 | 1 | 1 | 1 |" in text
-    assert "| Hopper-v4 | 1000 | 0 | 0 | 0 | 0 |" in text
+    assert "| Hopper-v4 | 1000 | no record | no record | no record | no record |" in text
     # Swimmer: both solved, KM median 300 (S = 1/2 there) against ARS's 427; Hopper: one
     # solved at 5,000, one censored at 6,000: median 5,000 against 1,973 (3x = 5,919)
     assert re.search(r"\| Swimmer-v4 \| 2 \| 2 \| 300 \[[^]]*\] \| 427 \| 0\.70\d* \| 2/2 \|", text)

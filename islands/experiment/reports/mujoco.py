@@ -66,6 +66,9 @@ def where_table(results: pd.DataFrame) -> pd.DataFrame:
                                                     "last_end": "last end (UTC)"})
     t = t.sort_values(["env", "seed"]).reset_index(drop=True)
     t["seed"] = t["seed"].astype(str)  # a name, not a count to print with a comma
+    none = ~(pd.to_numeric(t["segments"], errors="coerce") > 0)  # ran before the record
+    t = t.astype(object)
+    t.loc[none, [c for c in t.columns if c not in ("env", "seed")]] = "no record"
     for c in ("first start (UTC)", "last end (UTC)"):  # "2026-11-29 02:01"
         t[c] = t[c].map(lambda v: v[:16].replace("T", " ") if isinstance(v, str) else v)
     return t
