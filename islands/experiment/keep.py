@@ -4,8 +4,8 @@ A long experiment (Walker2d, Ant, Humanoid: hours per run on 2 cores) outlives t
 started on; its directory's bulk is TensorBoard event files, which a resume does not read.
 The kept copy holds the experiment's record (``experiment.json``, results, report), Tune's
 state without its event files, and for each trial's run directory its config, trial record,
-metrics, summary, solution and checkpoints (a linear policy's are kilobytes): small enough to
-commit. ``python -m islands.experiment resume KEPT`` continues it on any machine with the
+metrics, summary, solution and, for a trial not finished yet, checkpoints (a linear policy's
+are kilobytes; a finished trial is never run again): small enough to commit. ``python -m islands.experiment resume KEPT`` continues it on any machine with the
 same commit (its trials' run directories are found under KEPT wherever it lies).
 
 A single run's directory (``islands launch``'s: a ``config.yaml``, no ``experiment.json``) is
@@ -23,6 +23,7 @@ from .spec import ExperimentError
 
 # a trial's run directory: what `--resume` and the report read (not tb/ nor fitness.png)
 RUN_CONFIG = "config.yaml"
+SUMMARY = "summary.json"
 RUN_FILES = (RUN_CONFIG, "trial.json", "metrics.parquet", "summary.json", "solution.npz",
              "solution.json", "segments.json")
 SKIP = ("events.out.tfevents*", "tb", "*.png")  # TensorBoard's files, pictures
@@ -52,17 +53,19 @@ def keep(src: str | Path, out: str | Path) -> Path:
     if (src / TUNE_DIR).is_dir():
         shutil.copytree(src / TUNE_DIR, out / TUNE_DIR, ignore=shutil.ignore_patterns(*SKIP))
     for run in sorted((src / RUNS_DIR).glob("*")) if (src / RUNS_DIR).is_dir() else []:
-        _keep_run(run, out / RUNS_DIR / run.name)
+        # a trial with its summary is done (the runner never runs it again): no checkpoints
+        _keep_run(run, out / RUNS_DIR / run.name, checkpoints=not (run / SUMMARY).is_file())
     return out
 
 
-def _keep_run(run: Path, dst: Path) -> None:
-    """A run directory's files that ``--resume`` and the reports read, into new ``dst``."""
+def _keep_run(run: Path, dst: Path, checkpoints: bool = True) -> None:
+    """A run directory's files that ``--resume`` and the reports read, into new ``dst``
+    (its checkpoints only with ``checkpoints``)."""
     dst.mkdir(parents=True)
     for name in RUN_FILES:
         if (run / name).is_file():
             shutil.copy2(run / name, dst / name)
-    if (run / "checkpoints").is_dir():
+    if checkpoints and (run / "checkpoints").is_dir():
         shutil.copytree(run / "checkpoints", dst / "checkpoints")
 
 
