@@ -5,8 +5,9 @@ started on; its directory's bulk is TensorBoard event files, which a resume does
 The kept copy holds the experiment's record (``experiment.json``, results, report), Tune's
 state without its event files, and for each trial's run directory its config, trial record,
 metrics, summary, solution and, for a trial not finished yet, checkpoints (a linear policy's
-are kilobytes; a finished trial is never run again): small enough to commit. ``python -m islands.experiment resume KEPT`` continues it on any machine with the
-same commit (its trials' run directories are found under KEPT wherever it lies).
+are kilobytes; a finished trial is never run again): small enough to commit.
+``python -m islands.experiment resume KEPT`` continues it on any machine with the same
+commit (its trials' run directories are found under KEPT wherever it lies).
 
 A single run's directory (``islands launch``'s: a ``config.yaml``, no ``experiment.json``) is
 kept the same way, as one trial's run directory is, and continues with

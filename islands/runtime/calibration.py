@@ -90,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    from ..api import prepare
-
     p = argparse.ArgumentParser(prog="python -m islands.runtime.calibration",
                                 description="seconds per env step on this machine, for "
                                 "--runtime virtual --calibration FILE")
@@ -101,10 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"seconds measured per thread count (default {MEASURE_S:g})")
     args, rest = p.parse_known_args(argv)
     try:
-        from ..config import build_parser
+        from ..config import parse_args, resolve
 
-        flags = vars(build_parser().parse_args(["--env", args.env, *rest]))
-        cfg = prepare(**flags)
+        cfg = resolve(parse_args(["--env", args.env, *rest]))
     except (ConfigError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 2
