@@ -96,7 +96,8 @@ def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(exp
     assert not [f for f in kept if "events.out" in f or "/tb/" in f], kept
     assert {f"runs/{t}/checkpoints/island-00.npz" for t in mid} <= set(kept)
     # finished trials are never run again: their checkpoints stay behind
-    assert not [f for f in kept if f.split("/")[1] in before and "/checkpoints/" in f], kept
+    assert not [f for f in kept if f.startswith("runs/") and f.split("/")[1] in before
+                and "/checkpoints/" in f], kept
     assert all(str(exp_dir) in str(p) for p in (exp_dir / RUNS_DIR).glob("*"))
     assert 2 <= len(before) < 4, out1[-3000:]  # stopped early, with runs left to do
     assert code2 == 0, out2[-3000:]
