@@ -14,12 +14,15 @@ from typing import Any
 from envs.objective import FITNESS, Objective, Scale
 from envs.spaces import BACKENDS
 from envs.spec import EvalSpec
+from envs.synthetic import parse_synthetic
 from policies import POLICIES
 
 from .. import topology as topo
 from ..candidates import CANDIDATE_SETS
 from ..envdefaults import GENERIC
 from ..island.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
+from ..persistence.checkpointing import CheckpointSpec
+from ..seeds import candidate_test_seed, retest_seed
 from ..strategies import STRATEGIES
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -398,6 +401,32 @@ class Config:
         """What a confirmation test evaluates on: as a test, ``retest_episodes`` episodes."""
         n = self.test_episodes if self.retest_episodes is None else self.retest_episodes
         return self.test_spec().replace(episodes=max(1, n))
+
+    def test_call(self, kind: str, n: int) -> tuple[EvalSpec, int]:
+        """The spec and episode seed of the run's ``n``-th test (``kind`` "test") or
+        confirmation ("retest"): seeds no training episode or other test meets
+        (``islands.seeds``). One place for both runtimes, so a virtual run tests on the
+        episodes a real run of its seed would."""
+        if kind == "retest":
+            return self.retest_spec(), retest_seed(self.seed, n)
+        return self.test_spec(), candidate_test_seed(self.seed, n)
+
+    def checkpoint_spec(self, load: bool, by_seconds: bool = True) -> CheckpointSpec | None:
+        """Checkpoint settings for the run's actors (None: no checkpoints); ``load``: start
+        from the checkpoints there. Without ``by_seconds`` (a virtual run) checkpoints are
+        by generations only: by the real clock, the state a failed node's islands come
+        back to would depend on this machine's speed."""
+        if self.checkpoint_uri is None:
+            return None
+        return CheckpointSpec(self.checkpoint_uri, self.checkpoint_interval,
+                              self.checkpoint_seconds if by_seconds else 0.0, load)
+
+    @property
+    def uses_policy(self) -> bool:
+        """A policy network (torch) evaluates the genomes; False where the genome is
+        evaluated itself (a user's ``--problem``, a synthetic load ``rastrigin:D``), whose
+        processes then need no torch threads or import."""
+        return self.problem is None and parse_synthetic(self.env) is None
 
 
 # The user-settable fields: flags and YAML keys.

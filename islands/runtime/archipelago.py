@@ -23,7 +23,6 @@ from ..messages import HallOfFame, HofSummary, IslandCall, IslandInfo
 from ..output.progress import budgets_of
 from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
-from ..seeds import candidate_test_seed, retest_seed
 from .actors import (
     COORDINATOR_NAME,
     TESTER_NAME,
@@ -100,7 +99,7 @@ class Archipelago:
                 continue
             raise ResourceError(f"actor {name!r} already exists in Ray namespace {ns!r}: "
                                 f"another run is active there; pass --namespace")
-        ckpt = self._checkpoint_spec()
+        ckpt = self.cfg.checkpoint_spec(self.resume)
         self.coordinator = CoordinatorActor.options(
             name=COORDINATOR_NAME, namespace=ns, **self._fault_tolerance(), **_near_driver()
         ).remote(coordinator_spec(cfg), ckpt, bool(cfg.obs_norm))
@@ -113,11 +112,6 @@ class Archipelago:
         # Restarted actors reload their checkpoints; failed calls are resubmitted by the
         # loop (max_task_retries=0: Ray's retries do not keep the order of calls).
         return dict(max_restarts=self.cfg.max_restarts, max_task_retries=0)
-
-    def _checkpoint_spec(self) -> CheckpointSpec | None:
-        cfg = self.cfg
-        return None if cfg.checkpoint_uri is None else CheckpointSpec(
-            cfg.checkpoint_uri, cfg.checkpoint_interval, cfg.checkpoint_seconds, self.resume)
 
     def _start_host(self, host: HostSpec, ckpt: CheckpointSpec | None) -> dict[int, IslandRef]:
         """Create one host's actor (it builds its islands while the caller goes on); the
@@ -138,7 +132,7 @@ class Archipelago:
         by Ray wherever their resources are free (the nodes that joined). Returns each
         island's spec and handle; the caller waits for their ``info()``."""
         hosts = group_islands(specs, self.cfg.islands_per_process)
-        ckpt = self._checkpoint_spec()
+        ckpt = self.cfg.checkpoint_spec(self.resume)
         out = []
         for host in hosts:
             refs = self._start_host(host, ckpt)
@@ -170,15 +164,8 @@ class Archipelago:
             self.tester = TesterActor.options(
                 name=TESTER_NAME, namespace=self.cfg.namespace,
                 max_restarts=self.cfg.max_restarts, max_task_retries=-1).remote(
-                    policy=not self._genomes_only())
+                    policy=self.cfg.uses_policy)
         return self.infos
-
-    def _genomes_only(self) -> bool:
-        """The run evaluates genomes themselves (a user's function, ``rastrigin:D``): no
-        policy network, so its tester needs no torch."""
-        from envs.synthetic import parse_synthetic
-
-        return self.cfg.problem is not None or parse_synthetic(self.cfg.env) is not None
 
     @staticmethod
     def _wait_island(spec: IslandSpec, handle, timeout: float) -> IslandInfo:
@@ -243,8 +230,7 @@ class Archipelago:
         confirm it ("retest") on ``retest_episodes`` episodes that no test, training or
         other run meets (``seeds.retest_seed``); with ``screen`` a short screen first
         rejects candidates clearly below the target."""
-        spec, seed = ((self.cfg.retest_spec(), retest_seed(self.cfg.seed, n)) if kind == "retest"
-                      else (self.cfg.test_spec(), candidate_test_seed(self.cfg.seed, n)))
+        spec, seed = self.cfg.test_call(kind, n)
         return self.tester.test.remote(spec, cand.params, cand.obs_stats, seed,
                                        self.cfg.fitness_target if screen else None)
 

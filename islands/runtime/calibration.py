@@ -43,13 +43,11 @@ def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict
 
 def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float) -> dict[str, Any]:
     """``spec``'s island on ``threads`` evaluator threads for ``seconds``."""
-    from envs.synthetic import parse_synthetic
-
     from ..island.core import IslandCore
     from ..output.segments import machine
     from .virtual import one_torch_thread
 
-    one_torch_thread(load=cfg.problem is None and parse_synthetic(cfg.env) is None)
+    one_torch_thread(load=cfg.uses_policy)
     core = IslandCore(spec.replace(slowdown_s=0.0), cfg.eval_spec(), run_seed=cfg.seed,
                       num_threads=threads, device="cpu")
     try:

@@ -40,9 +40,7 @@ from ..config import Config
 from ..coordinator import CoordinatorCore
 from ..costmodel import ClusterModel, Node
 from ..messages import HallOfFame, HofSummary, IslandCall, IslandFailure, IslandInfo
-from ..persistence.checkpointing import CheckpointSpec
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
-from ..seeds import candidate_test_seed, retest_seed
 from .port import CallFailed, CallLost, Fixed
 
 THREADS = 1  # each island core's evaluator threads here (the replay must not depend on them)
@@ -136,8 +134,8 @@ class VirtualArchipelago:
     def start(self) -> None:
         from .archipelago import coordinator_spec
 
-        ckpt = self._checkpoint_spec()
-        one_torch_thread(load=self._policy_task())
+        ckpt = self.cfg.checkpoint_spec(self.resume, by_seconds=False)
+        one_torch_thread(load=self.cfg.uses_policy)
         self.coordinator = CoordinatorCore(coordinator_spec(self.cfg), ckpt,
                                            reconstructed=self.resume)
         for spec in self.plan:
@@ -150,22 +148,10 @@ class VirtualArchipelago:
         time, not real."""
         from ..island.core import IslandCore
 
+        ckpt = self.cfg.checkpoint_spec(self.resume, by_seconds=False)
         return IslandCore(spec.replace(slowdown_s=0.0), self.cfg.eval_spec(),
                           run_seed=self.cfg.seed, num_threads=THREADS, device="cpu",
-                          checkpoint=self._checkpoint_spec(), reconstructed=reconstructed)
-
-    def _policy_task(self) -> bool:
-        """A policy network evaluates the genomes (torch), not the genome itself."""
-        from envs.synthetic import parse_synthetic
-
-        return self.cfg.problem is None and parse_synthetic(self.cfg.env) is None
-
-    def _checkpoint_spec(self) -> CheckpointSpec | None:
-        """By generations only: a checkpoint by the real clock would make the state a
-        failed node's islands come back to depend on this machine's speed."""
-        cfg = self.cfg
-        return None if cfg.checkpoint_uri is None else CheckpointSpec(
-            cfg.checkpoint_uri, cfg.checkpoint_interval, 0.0, self.resume)
+                          checkpoint=ckpt, reconstructed=reconstructed)
 
     def wait_ready(self) -> list[IslandInfo]:
         self.infos = [self.cores[s.index].info() for s in self.plan]
@@ -285,8 +271,7 @@ class VirtualArchipelago:
         """On one core of speed 1 (the head's tester), computed now."""
         from ..evaluate import screened_test
 
-        spec, seed = ((self.cfg.retest_spec(), retest_seed(self.cfg.seed, n)) if kind == "retest"
-                      else (self.cfg.test_spec(), candidate_test_seed(self.cfg.seed, n)))
+        spec, seed = self.cfg.test_call(kind, n)
         t0 = time.perf_counter()
         res = screened_test(spec, cand.params, cand.obs_stats, seed,
                             self.cfg.fitness_target if screen else None)
