@@ -20,14 +20,19 @@ from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"
 FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco",
-         "islands-vs-one", "mujoco-long", "humanoid", "virtual-time")
+         "islands-vs-one", "mujoco-long", "humanoid", "virtual-time", "virtual-time-straggler")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
                "neuromod-vs-cmaes": 10, "mujoco": 25, "islands-vs-one": 180, "mujoco-long": 10,
-               "humanoid": 1, "virtual-time": 60}
+               "humanoid": 1, "virtual-time": 60,
+               "virtual-time-straggler": 20}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
 EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
 # ... and at an episode budget (MuJoCo: ARS counts episodes)
-EPISODE_BUDGETED = ("mujoco", "islands-vs-one", "mujoco-long", "humanoid", "virtual-time")
+EPISODE_BUDGETED = ("mujoco", "islands-vs-one", "mujoco-long", "humanoid", "virtual-time",
+                    "virtual-time-straggler")
+# files that share another's report kind
+SHARED_REPORT = {"mujoco-long": "mujoco", "humanoid": "mujoco",
+                 "virtual-time-straggler": "virtual-time"}
 
 MERGE_YAML = """\
 name: merge
@@ -309,8 +314,9 @@ def load(name: str, scale: str) -> ExperimentSpec:
 def test_every_experiment_file_loads_and_checks_at_every_scale(name, scale):
     spec = load(name, scale)
     assert spec.name == name and spec.question.endswith("?")
-    # each file its own report, but for MuJoCo's long tasks: the mujoco report (ARS's counts)
-    assert spec.report == ("mujoco" if name in ("mujoco-long", "humanoid") else name)
+    # each file its own report, but for MuJoCo's long tasks (the mujoco report: ARS's
+    # counts) and the straggler's calibration (the virtual-time report)
+    assert spec.report == SHARED_REPORT.get(name, name)
     check_trials(spec)
     for t in trials(spec):  # every run ends
         assert t.overrides.get("time_budget") or t.overrides.get("max_evals"), t.label
