@@ -15,8 +15,12 @@ file), under ``islands_virtual``::
         coordinator_s: 0.0005            # the coordinator's work per island report
         failures_per_hour: 0.5           # per worker node: its processes die
         restart_s: 10                    # a dead process back, from its checkpoint
+        head_reserved_cpus: 0.41         # the head's CPU the islands there do not get
 
-A file with none of it describes homogeneous nodes of speed 1 with no stragglers. Seconds
+A file with none of it describes homogeneous nodes of speed 1 with no stragglers, whose
+head keeps ``DEFAULT_HEAD_RESERVED_CPUS`` for the processes every head runs beside any
+islands placed there: the driver's loop, the coordinator, the candidate tester, Ray's GCS
+and raylet (islands on the head run at ``(CPU - reserved) / CPU`` of its speed). Seconds
 per environment step on one core of speed 1 come from a calibration on this machine
 (``runtime/calibration.py``), not from this file, so every virtual second traces to a
 measurement.
@@ -38,6 +42,9 @@ SECTION = "islands_virtual"
 DEFAULT_LATENCY_S = 5e-4  # one way, a message between processes on a LAN
 DEFAULT_COORDINATOR_S = 5e-4  # the coordinator's work per report (a few array copies)
 DEFAULT_RESTART_S = 10.0  # a process Ray restarts: a new worker, imports, its checkpoint
+# The head's CPU that islands placed there do not get: measured on this 2-core machine, the
+# real runs' env steps per second against the model's (docs/results/virtual-time.md).
+DEFAULT_HEAD_RESERVED_CPUS = 0.41
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class ClusterModel:
     straggler_factor: float = 1.0
     failures_per_hour: float = 0.0  # per worker node (the head, the coordinator's, never)
     restart_s: float = DEFAULT_RESTART_S
+    head_reserved_cpus: float = DEFAULT_HEAD_RESERVED_CPUS  # (in the head's speed already)
     digest: str = ""  # sha256 of the file, first 16 hex digits
     source: str = ""  # the file's path
     node_types: dict[str, int] = field(default_factory=dict)  # type -> nodes
@@ -134,7 +142,9 @@ def load_cluster(path: str | Path) -> ClusterModel:
         if name not in types:
             raise ConfigError(f"--cluster: metadata.{SECTION}.speed names node type "
                               f"{name!r}, which the file does not have")
-    nodes, counts = _nodes(doc, types, speeds)
+    reserved = _number(extra.get("head_reserved_cpus", DEFAULT_HEAD_RESERVED_CPUS),
+                       f"{SECTION}.head_reserved_cpus", 0.0)
+    nodes, counts = _nodes(doc, types, speeds, reserved)
     strag = extra.get("straggler") or {}
     p = _number(strag.get("p", 0.0), f"{SECTION}.straggler.p", 0.0)
     if p > 1:
@@ -151,14 +161,14 @@ def load_cluster(path: str | Path) -> ClusterModel:
                                   f"{SECTION}.failures_per_hour", 0.0),
         restart_s=_number(extra.get("restart_s", DEFAULT_RESTART_S), f"{SECTION}.restart_s",
                           0.0),
-        head_type=doc.get("head_node_type"),
+        head_type=doc.get("head_node_type"), head_reserved_cpus=reserved,
         digest=hashlib.sha256(raw).hexdigest()[:16], source=str(path))
 
 
-def _nodes(doc: dict[str, Any], types: dict[str, Any], speeds: dict[str, Any]
-           ) -> tuple[list[Node], dict[str, int]]:
+def _nodes(doc: dict[str, Any], types: dict[str, Any], speeds: dict[str, Any],
+           reserved: float) -> tuple[list[Node], dict[str, int]]:
     """The head node and each worker type's nodes (its max_workers, else min_workers),
-    within the file's own max_workers."""
+    within the file's own max_workers; the head's speed less its ``reserved`` CPUs."""
     head = doc.get("head_node_type")
     cap = doc.get("max_workers")
     left = math.inf if cap is None else _count(cap, "max_workers")
@@ -173,6 +183,12 @@ def _nodes(doc: dict[str, Any], types: dict[str, Any], speeds: dict[str, Any]
                         strict=True)
         if name == head:
             n = 1
+            if cpus > 0:
+                if reserved >= cpus:
+                    raise ConfigError(f"--cluster: {SECTION}.head_reserved_cpus "
+                                      f"({reserved:g}) must be below the head's CPUs "
+                                      f"({cpus:g}); give the head CPU: 0 for no islands there")
+                speed *= (cpus - reserved) / cpus
         else:
             want = t.get("max_workers", t.get("min_workers", 0))
             n = int(min(_count(want, f"node type {name!r}'s worker count"), left))

@@ -88,7 +88,8 @@ def _virtual_fields(arch: VirtualArchipelago, cal: dict[str, Any], real_s: float
             "cluster": {"file": c.source, "digest": c.digest, "nodes": len(c.nodes),
                         "cpus": c.cpus, "described": c.describe(), "latency_s": c.latency_s,
                         "straggler": {"p": c.straggler_p, "factor": c.straggler_factor},
-                        "failures_per_hour": c.failures_per_hour, "restart_s": c.restart_s},
+                        "failures_per_hour": c.failures_per_hour, "restart_s": c.restart_s,
+                        "head_reserved_cpus": c.head_reserved_cpus},
             "calibration": cal}
 
 
