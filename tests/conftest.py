@@ -121,6 +121,16 @@ def run_cluster_script(name: str, timeout: float = 600) -> dict:
                            if line.startswith('{"stop_reason"')))
 
 
+def virtual_options(tmp_path: Path, env: str, s_per_step: float = 1e-4) -> dict:
+    """Launcher options for a run on the virtual clock over this 2-core machine's cluster
+    file, at ``s_per_step`` seconds per env step (a calibration written, not measured): the
+    loop's logic with real episodes, in an order of events no machine's load changes."""
+    cal = tmp_path / f"calibration-{env.replace(':', '-')}-{s_per_step:g}.json"
+    cal.write_text(json.dumps({"env": env, "s_per_step": s_per_step}))
+    return {"runtime": "virtual", "cluster": str(ROOT / "cluster" / "laptop.yaml"),
+            "calibration": str(cal)}
+
+
 HANG_S = 180.0  # time budget of a run that stops on a condition: only a guard against a hang
 MET = "condition met"  # the stop reason of such a run
 

@@ -1,4 +1,7 @@
-"""Islands, coordinator and the asynchronous driver: real Ray, real envs, small sizes."""
+"""Islands, coordinator and the asynchronous driver: real envs, small sizes; the loop's
+logic (migration, adoption, a slow island, mixed strategies, budgets) on a virtual clock
+(runtime.virtual: the same cores and loop, an order of events no machine's load changes),
+a whole run and what needs Ray itself on real Ray."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from fakes import island_result
 
 from islands.config import from_dict, resolve
 from islands.coordinator import CoordinatorCore, CoordinatorSpec
+from islands.costmodel import ClusterModel, Node
 from islands.island.core import IslandCore
 from islands.messages import Emigrants, IslandReport
 from islands.planning import (
@@ -26,8 +30,11 @@ from islands.planning import (
 from islands.runtime.archipelago import Archipelago
 from islands.runtime.cluster import cluster_nodes
 from islands.runtime.driver import run
+from islands.runtime.loop import run_loop
+from islands.runtime.virtual import VirtualArchipelago
 from policies.obsnorm import RunningMeanStd
 
+VIRTUAL_S_PER_STEP = 1e-4  # a virtual run's seconds per env step (this machine's: ~1.4e-5)
 # Small CartPole settings shared by the Ray tests: episodes capped at 100-200 steps.
 SMALL = dict(env="CartPole-v1", popsize=8, episodes=1, max_episode_steps=100, target=None,
              test_episodes=5)
@@ -37,15 +44,27 @@ def cfg_of(**kw):
     return resolve(from_dict({**SMALL, **kw}))
 
 
-def run_arch(cfg, node_cpus=(2.0,)):
-    """Drive an archipelago on the session's Ray; returns the RunResult."""
-    return drive(Archipelago(cfg, plan_islands(cfg, list(node_cpus))))
+def run_arch(cfg, node_cpus=(2.0,), virtual=False):
+    """Drive an archipelago on the session's Ray (or, ``virtual``, on a virtual clock over
+    nodes of ``node_cpus``, without Ray); returns the RunResult."""
+    return drive(_arch(cfg, node_cpus, virtual))
 
 
-def run_until(cfg, holds, node_cpus=(2.0,)):
+def run_until(cfg, holds, node_cpus=(2.0,), virtual=False):
     """Drive until ``holds(rows)`` is true (conftest.stop_when); the RunResult."""
-    arch = Archipelago(cfg, plan_islands(cfg, list(node_cpus)))
+    arch = _arch(cfg, node_cpus, virtual)
     return drive(arch, stop_when(arch, holds))
+
+
+def _arch(cfg, node_cpus, virtual):
+    plan = plan_islands(cfg, list(node_cpus))
+    if not virtual:
+        return Archipelago(cfg, plan)
+    # the loop's logic on a virtual clock: the same island and coordinator cores, real
+    # episodes, and an order of events that no machine's load can change
+    nodes = tuple(Node("node", c) for c in node_cpus)
+    cluster = ClusterModel(nodes=nodes, node_types={"node": len(nodes)})
+    return VirtualArchipelago(cfg, plan, cluster, s_per_step=VIRTUAL_S_PER_STEP)
 
 
 def drive(arch, on_report=None):
@@ -53,7 +72,7 @@ def drive(arch, on_report=None):
     try:
         arch.start()
         arch.wait_ready()
-        return arch.run(on_report=on_report)
+        return run_loop(arch, on_report=on_report)
     finally:
         arch.shutdown()
 
@@ -276,7 +295,7 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert summary["tester"]["env_steps"] >= 100 * 475  # the passing test alone
 
 
-def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_session):
+def test_migration_moves_the_elite_into_an_island_that_cannot_improve():
     # Island 1 is a GA whose mutations (sigma 1e-50) vanish in the policy's float32
     # weights: every individual it breeds is the zero network, which always pushes left, so
     # on its own its fitness never changes. Only migrants (edge 0>1) can lift it. The run
@@ -298,7 +317,7 @@ def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_sessio
         return (r1[-1]["immigrants"] >= 2 and 100 <= r1[-1]["best_so_far"] <= best0
                 and max(r["fitness_max"] for r in r1 if r["immigrants"] > 0) >= 60)
 
-    res = run_until(cfg, lifted)
+    res = run_until(cfg, lifted, virtual=True)
     assert res.stop_reason == MET
     r0, r1 = rows_of(res, 0), rows_of(res, 1)
     alone = [r for r in r1 if r["immigrants"] == 0]
@@ -312,7 +331,7 @@ def test_migration_moves_the_elite_into_an_island_that_cannot_improve(ray_sessio
     assert max(r["fitness_max"] for r in r1 if r["immigrants"] > 0) >= 60
 
 
-def test_an_adopting_island_moves_to_a_better_islands_genome(ray_session):
+def test_an_adopting_island_moves_to_a_better_islands_genome():
     # Island 1 is CMA-ES with a step size too small to move its weights: alone, every
     # sample is its random start. Injected, a migrant would be shrunk to that step size
     # (pycma's inject); with --migrant-rule adopt it becomes island 1's center, and island
@@ -333,7 +352,7 @@ def test_an_adopting_island_moves_to_a_better_islands_genome(ray_session):
         return (bool(alone and moved) and max(moved) > max(alone) + 50
                 and r1[-1]["best_so_far"] <= best0)
 
-    res = run_until(cfg, moved_up)
+    res = run_until(cfg, moved_up, virtual=True)
     assert res.stop_reason == MET
     r0, r1 = rows_of(res, 0), rows_of(res, 1)
     assert r0[-1]["adopted"] == 0 and r1[-1]["adopted"] >= 1
@@ -343,7 +362,7 @@ def test_an_adopting_island_moves_to_a_better_islands_genome(ray_session):
     assert max(moved) <= 200 and r1[-1]["best_so_far"] <= max(r["best_so_far"] for r in r0)
 
 
-def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread(ray_session):
+def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread():
     # --hp-spread with adopt: island 1 is ARS with a noise too small to tell directions
     # apart, so alone it never moves; when it adopts island 0's genome it takes island 0's
     # settings, each times 1/1.2 or 1.2 (PBT's explore), within [1/2, 2] times the values
@@ -355,7 +374,7 @@ def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread(ra
                  island_specs=[{"popsize": 8}, {"popsize": 8, "sigma": 1e-12}])
     # three reports of island 1 after its adoption: the settings it took, and kept
     res = run_until(cfg, lambda rows: sum(r["island"] == 1 and r["adopted"] > 0
-                                          for r in rows) >= 3)
+                                          for r in rows) >= 3, virtual=True)
     assert res.stop_reason == MET
     r0, r1 = rows_of(res, 0), rows_of(res, 1)
     assert r0[-1]["adopted"] == 0 and r1[-1]["adopted"] >= 1
@@ -372,7 +391,7 @@ def test_an_adopting_island_takes_the_better_islands_settings_under_hp_spread(ra
     assert r1[-1]["sigma"] < 1e-11  # clipped to its own range: no sender's noise taken
 
 
-def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
+def test_a_slow_island_does_not_hold_back_a_fast_one():
     cfg = cfg_of(islands=2, namespace="t-async", strategy="cmaes", migration_interval=1,
                  migrants=1, generations=100000, time_budget=HANG_S,
                  island_specs=[{}, {"slowdown_s": 1.0}])
@@ -382,7 +401,7 @@ def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
         return (r0 is not None and r1 is not None and r1["generation"] >= 3
                 and r0["immigrants"] > 0 and r1["immigrants"] > 0)
 
-    res = run_until(cfg, both_traded)
+    res = run_until(cfg, both_traded, virtual=True)
     g0, g1 = rows_of(res, 0)[-1]["generation"], rows_of(res, 1)[-1]["generation"]
     assert g1 >= 2
     assert g0 >= 3 * g1, (g0, g1)
@@ -391,7 +410,7 @@ def test_a_slow_island_does_not_hold_back_a_fast_one(ray_session):
     assert res.stop_reason == MET
 
 
-def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
+def test_mixed_strategies_all_evolve_and_receive_immigrants():
     cfg = cfg_of(islands=4, namespace="t-mixed", strategy="cmaes,sep-cmaes,openai-es,ga",
                  topology="full", migrants=1, migration_interval=1, obs_sync_interval=1,
                  generations=10_000, time_budget=HANG_S, obs_norm=True)
@@ -404,7 +423,7 @@ def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
         return all(r is not None and r["generation"] >= 2 and r["immigrants"] > 0
                    and r["obs_count"] > r["env_steps"] + r["evals"] for r in lasts)
 
-    res = run_until(cfg, all_traded)
+    res = run_until(cfg, all_traded, virtual=True)
     assert res.stop_reason == MET
     assert [i.strategy for i in res.islands] == ["cmaes", "sep-cmaes", "openai-es", "ga"]
     for i in range(4):
@@ -423,15 +442,14 @@ def test_mixed_strategies_all_evolve_and_receive_immigrants(ray_session):
     ({"max_env_steps": 4000}, "env_steps", "env-step budget"),
 ])
 def test_a_budget_over_all_islands_stops_the_run_within_a_generation_per_island(
-        ray_session, budget, key, name):
+        budget, key, name):
     cfg = cfg_of(islands=2, namespace=f"t-{key}", strategy="cmaes", generations=100_000,
                  episodes=2, **budget)
-    res = run_arch(cfg)
+    res = run_arch(cfg, virtual=True)
     assert res.stop_reason == name
     limit = next(iter(budget.values()))
     assert limit <= res.totals[key]
-    # the last reports crossed it: at most one generation per island beyond (on a loaded
-    # machine both islands' results can be taken in the same pass of the loop)
+    # the last reports crossed it: at most one generation per island beyond
     per_generation = {"evals": 8, "episodes": 16, "env_steps": 16 * 100}[key]
     assert res.totals[key] < limit + per_generation * cfg.islands
     last = {r["island"]: r for r in res.rows}

@@ -90,6 +90,35 @@ def test_an_island_slow_on_purpose_delays_only_its_own_reports(tmp_path):
     assert (np.diff(b.wall_s) >= np.diff(a.wall_s) + 0.05 - 1e-9).all()
 
 
+def test_a_synchronous_population_waits_for_its_slowest_worker(tmp_path, capsys):
+    """--eval-workers 4 (OpenAI ES's shape): 8 genomes of one step each over 4 one-CPU
+    workers, 2 steps a worker; with one worker's node at half speed every generation takes
+    twice as long, and the episodes are the same."""
+    def doc(slow):
+        return {"cluster_name": "t", "provider": {"type": "aws"}, "head_node_type": "head",
+                "available_node_types": {
+                    "head": {"resources": {"CPU": 0}},
+                    "fast": {"resources": {"CPU": 1}, "max_workers": 3},
+                    "slow": {"resources": {"CPU": 1}, "max_workers": 1}},
+                "metadata": {"islands_virtual": {"latency_s": 0, "coordinator_s": 0,
+                                                 "speed": {"slow": slow}}}}
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"env": "sphere:10", "s_per_step": 1e-3}))
+    kw = dict(env="sphere:10", islands=1, popsize=8, generations=12, max_episodes=None,
+              calibration=str(cal), test_episodes=1, confirm_episodes=0, eval_workers=4)
+    _, even = _run(tmp_path / "even", _cluster(tmp_path, doc(1.0), "even.yaml"), **kw)
+    _, slow = _run(tmp_path / "slow", _cluster(tmp_path, doc(0.5), "slow.yaml"), **kw)
+    assert even.wall_s.max() == pytest.approx(12 * 2e-3)
+    assert slow.wall_s.max() == pytest.approx(12 * 4e-3)
+    assert list(even.fitness_max) == list(slow.fitness_max)  # the same generations
+    code = launch.main(["--env", "sphere:10", "--runtime", "virtual", "--eval-workers", "8",
+                        "--cluster", _cluster(tmp_path, doc(1.0), "even.yaml"), "--islands",
+                        "1", "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--eval-workers 8 x 1 island(s) needs 8 CPUs; the virtual cluster " \
+        "has 4" in err and "\n" not in err, err
+
+
 def test_a_failed_nodes_islands_come_back_from_their_checkpoints(tmp_path):
     """Worker nodes fail often (a Poisson rate of one per ~0.1 virtual s): each failure
     loses its process's call, its islands reload their checkpoints (every 2 generations)
@@ -132,6 +161,12 @@ def test_a_failed_nodes_islands_come_back_from_their_checkpoints(tmp_path):
      "speed names node type 'gpu', which the file does not have"),
     ({"available_node_types": {"w": {"resources": {"CPU": 0}, "max_workers": 2}}},
      "the file's nodes have no CPUs for islands"),
+    ({"head_node_type": "h", "available_node_types": {"h": {"resources": {"CPU": 2}}},
+      "metadata": {"islands_virtual": {"head_reserved_cpus": 2}}},
+     "head_reserved_cpus (2) must be below the head's CPUs (2)"),
+    ({"head_node_type": "h", "available_node_types": {"h": {"resources": {"CPU": 2}}},
+      "metadata": {"islands_virtual": {"head_reserved_cpus": -0.5}}},
+     "islands_virtual.head_reserved_cpus must be >= 0, got -0.5"),
 ])
 def test_a_bad_cluster_file_is_one_line_and_exit_2(tmp_path, capsys, doc, expect):
     path = tmp_path / "c.yaml"
@@ -144,9 +179,24 @@ def test_a_bad_cluster_file_is_one_line_and_exit_2(tmp_path, capsys, doc, expect
     assert not (tmp_path / "run").exists()
 
 
+def test_islands_on_the_head_lose_its_reserved_cpus(tmp_path):
+    """The driver, coordinator, tester and Ray run on the head: its islands get the rest."""
+    from islands.costmodel import DEFAULT_HEAD_RESERVED_CPUS, load_cluster
+
+    head = {"head_node_type": "h", "available_node_types": {
+        "h": {"resources": {"CPU": 4}}, "w": {"resources": {"CPU": 4}, "max_workers": 1}}}
+    c = load_cluster(_cluster(tmp_path, head))
+    assert [n.speed for n in c.nodes] == [(4 - DEFAULT_HEAD_RESERVED_CPUS) / 4, 1.0]
+    head["metadata"] = {"islands_virtual": {"head_reserved_cpus": 1, "speed": {"h": 2}}}
+    c = load_cluster(_cluster(tmp_path, head))
+    assert [n.speed for n in c.nodes] == [1.5, 1.0] and c.head_reserved_cpus == 1
+    assert load_cluster("cluster/cpu.yaml").nodes[0].cpus == 0  # no islands on that head
+
+
 @pytest.mark.parametrize("args,expect", [
     (["--runtime", "virtual"], "--runtime virtual needs --cluster FILE"),
     (["--cluster", "cluster/cpu.yaml"], "--cluster is for --runtime virtual"),
+    (["--eval-workers", "4"], "--eval-workers is modelled by --runtime virtual only"),
     (["--runtime", "virtual", "--cluster", "cluster/cpu.yaml", "--calibration",
       "/nonexistent.json"], "--calibration: /nonexistent.json is not a calibration file"),
 ])

@@ -20,8 +20,9 @@ from .schema import Config, ConfigError, flag, strategies_of
 _POSITIVE = ("islands", "popsize", "popsize_scale", "episodes", "max_episode_steps", "generations",
              "time_budget", "max_evals", "max_episodes", "max_env_steps", "test_episodes",
              "test_max_episode_steps", "migration_interval", "obs_sync_interval",
-             "gens_per_call", "topology_degree", "cpus_per_island", "sigma", "log_interval",
-             "restart_patience", "episodes_cap", "islands_per_process", "wait_for_nodes")
+             "gens_per_call", "topology_degree", "cpus_per_island", "eval_workers", "sigma",
+             "log_interval", "restart_patience", "episodes_cap", "islands_per_process",
+             "wait_for_nodes")
 _NON_NEGATIVE = ("migrants", "confirm_episodes", "retest_episodes", "checkpoint_interval",
                  "checkpoint_seconds", "probe_interval", "migrant_episodes", "reward_shift")
 
@@ -216,6 +217,9 @@ def check_runtime(c: Config) -> None:
                               "YAML such as cluster/cpu.yaml)")
         if c.address is not None:
             raise ConfigError("--runtime virtual runs in this process: drop --address")
+    elif c.eval_workers is not None:
+        raise ConfigError("--eval-workers is modelled by --runtime virtual only (the Ray "
+                          "runtime evaluates each island in its own process)")
     elif c.cluster is not None or c.calibration is not None:
         what = "--cluster" if c.cluster is not None else "--calibration"
         raise ConfigError(f"{what} is for --runtime virtual (a Ray run uses the cluster "

@@ -292,6 +292,11 @@ class Config:
         None, "--runtime virtual: seconds per env step from this calibration.json (an "
         "earlier run's, for a replay); default: measured on this machine at the start",
         metavar="FILE")
+    eval_workers: int | None = _opt(
+        None, "--runtime virtual: a synchronous population (OpenAI ES's and EvoTorch's "
+        "Ray-actor shape): each island's population evaluated by N one-CPU workers across "
+        "the cluster's nodes, every generation waiting for its slowest worker",
+        "optint", metavar="N")
     # ---- output -------------------------------------------------------------------------
     out: str | None = _opt(None, "run directory; default: runs/<env>-<timestamp>", metavar="DIR")
     quiet: bool = _opt(False, "no live table or progress lines (on/off)", "bool",

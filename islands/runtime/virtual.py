@@ -18,8 +18,9 @@ seed, cluster file and calibration, bit for bit.
 Seams: this class is a :class:`.port.Runtime` and the loop cannot tell it from the Ray one.
 A worker node's failures (``failures_per_hour``) lose its processes' calls; their islands
 come back from their checkpoints (by generations only) after ``restart_s``, and the loop
-resubmits the lost calls as it does on Ray. Not yet modelled: elastic runs (refused at
-start).
+resubmits the lost calls as it does on Ray. ``--eval-workers N`` models a synchronous
+population instead of an island's own cores (:mod:`.syncpop`). Not yet modelled: elastic
+runs (refused at start).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..costmodel import ClusterModel, Node
 from ..messages import HallOfFame, HofSummary, IslandCall, IslandFailure, IslandInfo
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
 from .port import CallFailed, CallLost, Fixed
+from .syncpop import GenerationSteps, generation_seconds, place_workers
 
 THREADS = 1  # each island core's evaluator threads here (the replay must not depend on them)
 
@@ -108,7 +110,14 @@ class VirtualArchipelago:
         self.cfg, self.plan, self.cluster, self.resume = cfg, plan, cluster, resume
         self.s_per_step, self.serial = float(s_per_step), float(serial_fraction)
         self.hosts = group_islands(plan, cfg.islands_per_process)
-        self.node_of_host = place_hosts(self.hosts, cluster.nodes)
+        self.workers = int(cfg.eval_workers or 0)  # a synchronous population's (syncpop)
+        if self.workers:  # masters on the head, holding no CPU; their workers hold it all
+            head = next((j for j, n in enumerate(cluster.nodes)
+                         if n.node_type == cluster.head_type), 0)
+            self.node_of_host = [head] * len(self.hosts)
+            self.worker_nodes = place_workers(len(plan), self.workers, cluster.nodes)
+        else:
+            self.node_of_host = place_hosts(self.hosts, cluster.nodes)
         self.host_of = {s.index: h for h, host in enumerate(self.hosts) for s in host.islands}
         self.now = 0.0
         self.seq = itertools.count()
@@ -149,9 +158,12 @@ class VirtualArchipelago:
         from ..island.core import IslandCore
 
         ckpt = self.cfg.checkpoint_spec(self.resume, by_seconds=False)
-        return IslandCore(spec.replace(slowdown_s=0.0), self.cfg.eval_spec(),
+        core = IslandCore(spec.replace(slowdown_s=0.0), self.cfg.eval_spec(),
                           run_seed=self.cfg.seed, num_threads=THREADS, device="cpu",
                           checkpoint=ckpt, reconstructed=reconstructed)
+        if self.workers:
+            core.hooks.append(GenerationSteps())
+        return core
 
     def wait_ready(self) -> list[IslandInfo]:
         self.infos = [self.cores[s.index].info() for s in self.plan]
@@ -214,18 +226,47 @@ class VirtualArchipelago:
                 core.storage = store
                 self.compute_s += time.perf_counter() - t0
             spec = self.plan[c.island]
-            own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
-                   + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
+            if self.workers:
+                own = (self._synchronous_s(core, c.island, core.counters.env_steps - steps0)
+                       + spec.slowdown_s * c.k)
+            else:
+                own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
+                       + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
             r.report.call_s = own  # the modelled seconds, not this machine's
             seconds += own
             results.append(r)
         start = max(self.now, self.host_ready[host])  # a restarted process first comes back
-        fail = self.cluster.fails(node, seconds, self.fail_rng)
+        fail = self._failure(host, calls, node, seconds)
         if fail is not None:
             return self._fail(host, start + fail)
         for c in calls:  # the checkpoints the calls were due (exactly where evolve writes)
             self.cores[c.island].maybe_checkpoint()
         return self._event(start + seconds + 2 * self.cluster.latency_s, results)
+
+    def _failure(self, host: int, calls: list[IslandCall], node: Node, seconds: float
+                 ) -> float | None:
+        """When during the call a node it runs on fails (seconds into it), or None: the
+        host's node, or for a synchronous population any of its workers' nodes (the
+        generation in progress is lost with the worker)."""
+        if not self.workers:
+            return self.cluster.fails(node, seconds, self.fail_rng)
+        used = sorted({j for c in calls for j in self.worker_nodes[c.island]})
+        times = [self.cluster.fails(self.cluster.nodes[j], seconds, self.fail_rng)
+                 for j in used]
+        return min((t for t in times if t is not None), default=None)
+
+    def _synchronous_s(self, core, island: int, steps: int) -> float:
+        """The call's generations, each waiting for the slowest of the island's workers;
+        the call's other ``steps`` (re-evaluations of offers, on fresh episodes) shared
+        evenly by the workers, at the slowest one's speed."""
+        gens = next(h for h in core.hooks if isinstance(h, GenerationSteps)).take()
+        nodes = self.cluster.nodes
+        mine = self.worker_nodes[island]
+        seconds = sum(generation_seconds(g, mine, nodes, self.s_per_step,
+                                         lambda: self.cluster.straggle(self.rng),
+                                         self.cluster.latency_s) for g in gens)
+        rest = max(0.0, steps - sum(float(g.sum()) for g in gens))
+        return seconds + rest * self.s_per_step / len(mine) / min(nodes[j].speed for j in mine)
 
     def _fail(self, host: int, at: float) -> Event:
         """Host ``host``'s node fails at ``at``: the call is lost, its islands come back
