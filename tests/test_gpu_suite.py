@@ -1,6 +1,7 @@
-"""benchmarks/gpu_suite.py end to end: the quick CPU suite in a subprocess (it starts Rays
-of its own, one after another: the island run, then the scaling run), its gpu.json / gpu.md
-outcomes, and the one-line exit 2 on a bad flag. Never asserts wall-clock times."""
+"""benchmarks/gpu_suite.py end to end: the quick CPU suite in subprocesses, its parts that
+start Rays of their own (one after another: the island runs, the scaling run) apart from
+those that run in its process, their gpu.json / gpu.md outcomes, and the one-line exit 2 on
+a bad flag. Never asserts wall-clock times."""
 
 from __future__ import annotations
 
@@ -23,39 +24,48 @@ def _suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def quick_suite(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gpu-suite")
-    # about 2.5 minutes on an idle 2-core machine; the cap is for a hung suite only
-    proc = _suite("--device", "cpu", "--quick", "--out", str(out), timeout=840)
+# The parts that start Rays (through the launcher) run as an own_ray test, one Ray after
+# another; the others (torch and MuJoCo Warp in the suite's process) beside the Ray tests.
+RAY_PARTS = ["nt_island", "archipelago_scaling", "humanoid"]
+TORCH_PARTS = [p for p in PARTS if p not in RAY_PARTS]
+
+
+def _quick(out, parts: list[str]) -> dict:
+    # about 1.5 minutes (Ray parts) and 20 s (the others) on an idle 2-core machine; the
+    # cap is for a hung suite only
+    proc = _suite("--device", "cpu", "--quick", "--out", str(out), "--parts", ",".join(parts),
+                  timeout=840)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    return out, proc, json.loads((out / "gpu.json").read_text())
-
-
-@pytest.mark.own_ray
-@pytest.mark.slow
-def test_quick_suite_runs_every_part(quick_suite):
-    out, proc, rec = quick_suite
-    assert list(rec["parts"]) == PARTS
+    rec = json.loads((out / "gpu.json").read_text())
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == rec  # the last line is gpu.json
+    assert list(rec["parts"]) == PARTS  # every part listed, the others as not run
     assert rec["commit"] and rec["date"] and "--quick" in rec["command"]
     for name, part in rec["parts"].items():
-        if name in MAY_SKIP and not torch.cuda.is_available():
+        if name not in parts:
+            assert part["status"] == "skipped" and part["reason"] == "not in --parts"
+        elif name in MAY_SKIP and not torch.cuda.is_available():
             assert part["status"] == "skipped" and part["reason"], (name, part)
-        elif name not in MAY_SKIP:
+        else:
             assert part["status"] == "ok", (name, part)
     md = (out / "gpu.md").read_text()
-    assert md.startswith("# GPU suite") and "| compile | N envs | P x E | policy steps/s" in md
-    assert all(f"## {name}" in md for name in PARTS)
+    assert md.startswith("# GPU suite") and all(f"## {name}" in md for name in PARTS)
+    return rec | {"md": md}
 
 
-@pytest.mark.own_ray
+@pytest.fixture(scope="module")
+def ray_parts(tmp_path_factory):
+    return _quick(tmp_path_factory.mktemp("gpu-suite-ray"), RAY_PARTS)
+
+
+@pytest.fixture(scope="module")
+def torch_parts(tmp_path_factory):
+    return _quick(tmp_path_factory.mktemp("gpu-suite-torch"), TORCH_PARTS)
+
+
 @pytest.mark.slow
-def test_quick_suite_figures(quick_suite):
-    _, _, rec = quick_suite
-    parts = rec["parts"]
-    used = ("cartpole", "noise_table", "nt_island", "archipelago_scaling", "mujoco",
-            "humanoid")
+def test_quick_suite_figures_of_its_in_process_parts(torch_parts):
+    parts = torch_parts["parts"]  # (_quick checked every part's status)
+    used = ("cartpole", "noise_table", "mujoco")
     assert {n: parts[n]["status"] for n in used} == dict.fromkeys(used, "ok"), parts
     cart = parts["cartpole"]
     eager = {r["N"]: r for r in cart["rows"] if r["compile"] == "eager"}
@@ -64,6 +74,16 @@ def test_quick_suite_figures(quick_suite):
     assert cart["modes"]["reduce-overhead"]["status"] == "skipped"  # CUDA graphs: CUDA only
     assert all(r["ratio"] > 0 for r in cart["rows"])  # against the random-policy ceiling
     assert {r["device"] for r in parts["noise_table"]["rows"]} == {"cpu"}
+    assert "| compile | N envs | P x E | policy steps/s" in torch_parts["md"]
+    mujoco = parts["mujoco"]["rows"]  # MuJoCo Warp on the CPU against EnvPool
+    assert [(r["env"], r["N"]) for r in mujoco] == [("Hopper-v4", 16)]
+    assert all(r["steps_per_s"] > 0 and r["x_envpool"] > 0 for r in mujoco), mujoco
+
+
+@pytest.mark.own_ray
+@pytest.mark.slow
+def test_quick_suite_figures_of_its_ray_parts(ray_parts):
+    parts = ray_parts["parts"]
     island = parts["nt_island"]["rows"]
     assert [r["device"] for r in island] == ["cpu"] and island[0]["backend"] == "torch"
     assert island[0]["env_steps"] > 0 and island[0]["solved"] is True
@@ -78,9 +98,6 @@ def test_quick_suite_figures(quick_suite):
     one = scaling[0]["steps"] / scaling[0]["seconds"]
     two = scaling[1]["steps"] / scaling[1]["seconds"]
     assert 0 < scaling[1]["efficiency"] == pytest.approx(two / (2 * one)), scaling
-    mujoco = parts["mujoco"]["rows"]  # MuJoCo Warp on the CPU against EnvPool
-    assert [(r["env"], r["N"]) for r in mujoco] == [("Hopper-v4", 16)]
-    assert all(r["steps_per_s"] > 0 and r["x_envpool"] > 0 for r in mujoco), mujoco
     hum = parts["humanoid"]["rows"][0]  # the launcher's smoke run: one ars-nt island
     assert hum["backends"] == ["torch"] and hum["generations"] == 2 and hum["env_steps"] > 0
 
