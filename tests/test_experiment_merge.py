@@ -179,6 +179,25 @@ def test_a_file_that_gained_an_arm_still_merges_but_a_redefined_arm_does_not(hal
     assert "in arm 'two'" in capsys.readouterr().err and not (tmp / "p2").exists()
 
 
+def test_arms_only_one_directory_ran_are_not_compared(halves, capsys):
+    """`run --only arm=real` here and `--only arm=virtual` from another worktree: the arm
+    each did not run names its files where that directory was made; only the arm that ran
+    counts, and the merged copy defines each arm as it ran."""
+    tmp, a, b, _, _ = halves
+    for d, ran, root in ((a, "real", "/wt1"), (b, "virtual", "/wt2")):
+        meta = json.loads((d / names.EXPERIMENT_JSON).read_text())
+        meta["spec"]["arms"] = {"real": {"runtime": "ray"},
+                                "virtual": {"runtime": "virtual",
+                                            "cluster": f"{root}/cluster/laptop.yaml"}}
+        meta["spec"]["grid"] = {**meta["spec"]["grid"], "arm": [ran]}
+        (d / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    assert main(["merge", str(a), str(b), "--out", str(tmp / "pooled")]) == 0, \
+        capsys.readouterr().err
+    merged = json.loads((tmp / "pooled" / names.EXPERIMENT_JSON).read_text())
+    assert merged["spec"]["arms"]["virtual"]["cluster"] == "/wt2/cluster/laptop.yaml"
+    assert merged["spec"]["grid"]["arm"] == ["real", "virtual"]
+
+
 def test_only_runs_an_arm_of_the_file_that_no_grid_lists(tmp_path):
     from islands.experiment.cli import prepare
 

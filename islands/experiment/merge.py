@@ -6,16 +6,17 @@ experiment directory of their own (another scale of the same YAML, e.g. ``seeds:
 ``curves.parquet`` and ``experiment.json``, no ``runs/``), which ``report`` renders like any
 experiment: every Kaplan-Meier median, interval and test then uses all the runs.
 
-Pooling is refused (:class:`~islands.experiment.spec.ExperimentError`, one line) unless the
-directories ask the same question the same way: the same experiment name, report kind,
-``base`` launcher fields and budget, and the same fields for an arm both name (a file may
-gain arms later). Their grids and seeds may differ, but no
-configuration may have the same seed in two of them (a seed counted twice would narrow the
-intervals falsely). A placeholder -- a cell not run yet, or a run that failed before its
-first report and so left no count -- does not hold its seed: a run of that (configuration,
-seed) in another directory replaces it (the rerun of a study's lost trials). Trial ids get
-their directory's position as a prefix (``d1-t000``), and
-the merged ``experiment.json`` keeps each directory's provenance under ``sources``.
+Pooling is refused (:class:`~islands.experiment.spec.ExperimentError`, one line) unless
+the directories ask the same question the same way: the same experiment name, report kind,
+``base`` launcher fields and budget, and the same fields for an arm both ran (a file may
+gain arms later; an arm a directory did not run, ``run --only arm=...``, is not compared).
+Their grids and seeds may differ, but no configuration may have the same seed in two of
+them (a seed counted twice would narrow the intervals falsely). A placeholder -- a cell
+not run yet, or a run that failed before its first report and so left no count -- does not
+hold its seed: a run of that (configuration, seed) in another directory replaces it (the
+rerun of a study's lost trials). Trial ids get their directory's position as a prefix
+(``d1-t000``), and the merged ``experiment.json`` keeps each directory's provenance under
+``sources``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .names import CURVES, EXPERIMENT_JSON, RESULTS
 from .spec import ExperimentError
 
 # what must agree for runs to be pooled: everything that shapes a run except grid, seeds and
-# arms (an arm both define must mean the same in both; a file may gain arms later)
+# arms (an arm both ran must mean the same in both; a file may gain arms later)
 SAME = ("name", "report", "base", "budget")
 
 
@@ -56,11 +57,19 @@ def _check_same(dirs: list[Path], metas: list[dict[str, Any]]) -> None:
                     f"{d} differs from {dirs[0]} in {key!r} ({meta['spec'].get(key)!r} "
                     f"against {first.get(key)!r}): only runs of one question pool")
         arms, theirs = first.get("arms") or {}, meta["spec"].get("arms") or {}
-        for name in sorted(set(arms) & set(theirs)):
+        for name in sorted(_ran_arms(first) & _ran_arms(meta["spec"])):
             if arms[name] != theirs[name]:
                 raise ExperimentError(
                     f"{d} differs from {dirs[0]} in arm {name!r} ({theirs[name]!r} against "
                     f"{arms[name]!r}): only runs of one question pool")
+
+
+def _ran_arms(spec: dict[str, Any]) -> set[str]:
+    """The arms a directory ran (its grid's ``arm`` values, narrowed by ``run --only``): an
+    arm it only names cannot disagree with another directory's runs (an arm's file paths
+    resolve where it ran: two worktrees of one commit name the same file differently)."""
+    arms = spec.get("arms") or {}
+    return set((spec.get("grid") or {}).get("arm", list(arms))) & set(arms)
 
 
 def _placeholders(t: pd.DataFrame) -> pd.Series:
@@ -101,7 +110,10 @@ def _union_grid(specs: list[dict[str, Any]]) -> dict[str, list]:
 def _merged_meta(dirs: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any]:
     spec = dict(metas[0]["spec"])
     spec["grid"] = _union_grid([m["spec"] for m in metas])
+    # each arm as the directories that ran it define it (all define it alike: checked)
     spec["arms"] = {k: v for m in metas for k, v in (m["spec"].get("arms") or {}).items()}
+    spec["arms"] |= {k: v for m in metas for k, v in (m["spec"].get("arms") or {}).items()
+                     if k in _ran_arms(m["spec"])}
     spec["seeds"] = sorted({int(s) for m in metas for s in m["spec"].get("seeds") or []})
     scales = [str(m["spec"].get("scale") or "") for m in metas]
     spec["scale"] = "+".join(dict.fromkeys(scales))
