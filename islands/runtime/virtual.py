@@ -116,6 +116,7 @@ class VirtualArchipelago:
                          if n.node_type == cluster.head_type), 0)
             self.node_of_host = [head] * len(self.hosts)
             self.worker_nodes = place_workers(len(plan), self.workers, cluster.nodes)
+            self.gen_steps: dict[int, GenerationSteps] = {}
         else:
             self.node_of_host = place_hosts(self.hosts, cluster.nodes)
         self.host_of = {s.index: h for h, host in enumerate(self.hosts) for s in host.islands}
@@ -161,8 +162,9 @@ class VirtualArchipelago:
         core = IslandCore(spec.replace(slowdown_s=0.0), self.cfg.eval_spec(),
                           run_seed=self.cfg.seed, num_threads=THREADS, device="cpu",
                           checkpoint=ckpt, reconstructed=reconstructed)
-        if self.workers:
-            core.hooks.append(GenerationSteps())
+        if self.workers:  # its generations' steps, for syncpop to share out
+            self.gen_steps[spec.index] = GenerationSteps()
+            core.hooks.append(self.gen_steps[spec.index])
         return core
 
     def wait_ready(self) -> list[IslandInfo]:
@@ -227,7 +229,7 @@ class VirtualArchipelago:
                 self.compute_s += time.perf_counter() - t0
             spec = self.plan[c.island]
             if self.workers:
-                own = (self._synchronous_s(core, c.island, core.counters.env_steps - steps0)
+                own = (self._synchronous_s(c.island, core.counters.env_steps - steps0)
                        + spec.slowdown_s * c.k)
             else:
                 own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
@@ -255,11 +257,11 @@ class VirtualArchipelago:
                  for j in used]
         return min((t for t in times if t is not None), default=None)
 
-    def _synchronous_s(self, core, island: int, steps: int) -> float:
+    def _synchronous_s(self, island: int, steps: int) -> float:
         """The call's generations, each waiting for the slowest of the island's workers;
         the call's other ``steps`` (re-evaluations of offers, on fresh episodes) shared
         evenly by the workers, at the slowest one's speed."""
-        gens = next(h for h in core.hooks if isinstance(h, GenerationSteps)).take()
+        gens = self.gen_steps[island].take()
         nodes = self.cluster.nodes
         mine = self.worker_nodes[island]
         seconds = sum(generation_seconds(g, mine, nodes, self.s_per_step,

@@ -31,23 +31,15 @@ def _side(runs: pd.DataFrame, column: str):
 
 def calibration_rows(results: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration with both a real and a virtual cell (same seeds only)."""
-    done = ran(results)
-    if "runtime" not in done or done.empty:
-        return pd.DataFrame()
     rows = []
-    for config, cell in done.groupby(done["config"].map(_without_arm), sort=False):
-        real, virt = cell[cell.runtime != "virtual"], cell[cell.runtime == "virtual"]
-        seeds = sorted(set(real.seed) & set(virt.seed))
-        real, virt = real[real.seed.isin(seeds)], virt[virt.seed.isin(seeds)]
-        if real.empty or virt.empty:
-            continue
+    for config, real, virt in _paired(results, "runtime"):
         kr, kv = _side(real, "wall_used"), _side(virt, "wall_used")
         ratio = kv.median / kr.median if kr.median and math.isfinite(kr.median) else math.nan
         p = logrank(real["episodes_used"], real["solved"], virt["episodes_used"],
                     virt["solved"])
         er, ev = _side(real, "episodes_used"), _side(virt, "episodes_used")
         rows.append({
-            "configuration": config or "(all)", "seeds": len(seeds),
+            "configuration": config or "(all)", "seeds": real.seed.nunique(),
             "solved real / virtual": f"{int(real.solved.sum())} / {int(virt.solved.sum())}",
             "median s to solve, real [95% CI]": km_cell(kr.median, kr.low, kr.high),
             "median s to solve, virtual [95% CI]": km_cell(kv.median, kv.low, kv.high),
@@ -65,20 +57,27 @@ def clock_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The clock alone, per configuration: median training env steps per second (real or
     virtual seconds) on each side over the same seeds, solved or not. Their ratio is how
     much faster the model runs the islands than this machine did, whatever the episodes."""
-    done = ran(results)
-    if "env_steps_per_s" not in done or done.empty:
-        return pd.DataFrame()
     rows = []
-    for config, cell in done.groupby(done["config"].map(_without_arm), sort=False):
-        real, virt = cell[cell.runtime != "virtual"], cell[cell.runtime == "virtual"]
-        seeds = set(real.seed) & set(virt.seed)
-        r = real[real.seed.isin(seeds)].env_steps_per_s.median()
-        v = virt[virt.seed.isin(seeds)].env_steps_per_s.median()
-        if seeds and r > 0:
-            rows.append({"configuration": config or "(all)", "seeds": len(seeds),
+    for config, real, virt in _paired(results, "env_steps_per_s"):
+        r, v = real.env_steps_per_s.median(), virt.env_steps_per_s.median()
+        if r > 0:
+            rows.append({"configuration": config or "(all)", "seeds": real.seed.nunique(),
                          "training env steps / s, real": r, "virtual": v,
                          "virtual / real": v / r})
     return pd.DataFrame(rows)
+
+
+def _paired(results: pd.DataFrame, column: str):
+    """Per configuration (the grid without its arm): its real and its virtual runs on the
+    seeds both ran, where both have some; nothing where the results lack ``column``."""
+    done = ran(results)
+    if column not in done or "runtime" not in done or done.empty:
+        return
+    for config, cell in done.groupby(done["config"].map(_without_arm), sort=False):
+        real, virt = cell[cell.runtime != "virtual"], cell[cell.runtime == "virtual"]
+        seeds = set(real.seed) & set(virt.seed)
+        if seeds:
+            yield config, real[real.seed.isin(seeds)], virt[virt.seed.isin(seeds)]
 
 
 def _without_arm(config: str) -> str:
