@@ -40,12 +40,12 @@ class Candidate:
     # the archipelago's totals (evals, episodes, env_steps, wall_s) when it was found
     found_at: dict[str, float] = dataclasses.field(default_factory=dict)
     # the island's re-evaluation on fresh training episodes (None: none ran), its std error
-    confirmed: float | None = None
-    confirmed_se: float = 0.0
+    reeval: float | None = None
+    reeval_se: float = 0.0
 
     @property
     def score(self) -> float:
-        return self.fitness if self.confirmed is None else self.confirmed
+        return self.fitness if self.reeval is None else self.reeval
 
 
 class CandidateQueue:
@@ -78,8 +78,8 @@ class CandidateQueue:
             if prev is None or prev.score < o.score:
                 self.best[o.kind] = Candidate(
                     np.array(o.params), o.fitness, i, result.report.generation,
-                    result.obs_stats, o.kind, dict(found_at or {}), o.confirmed,
-                    o.confirmed_se)
+                    result.obs_stats, o.kind, dict(found_at or {}), o.reeval,
+                    o.reeval_se)
 
     def full(self) -> bool:
         """A candidate of every kind is waiting."""
@@ -98,9 +98,16 @@ class CandidateQueue:
 
 
 def passes(test: dict[str, Any] | None, target: float | None) -> bool:
-    """A full (not screened-out) test whose mean reaches the target."""
-    return (target is not None and test is not None and not test.get("screened_out")
+    """A full (not stopped early) test whose mean reaches the target."""
+    return (target is not None and test is not None and not stopped_early(test)
             and test["mean"] >= target)
+
+
+def stopped_early(test: dict[str, Any]) -> bool:
+    """Whether a test stopped early, clearly below the target
+    (``evaluate.sequential_test``): ``"stopped_early"``, or in records written before the
+    rename ``"screened_out"`` (now only migrants are screened out: ``island/screen.py``)."""
+    return bool(test.get("stopped_early", test.get("screened_out", False)))
 
 
 @dataclasses.dataclass
@@ -182,10 +189,10 @@ class Validation:
         for t in self.tested:
             if self.confirmed(t):
                 return t
-        full = [t for t in self.tested if not t.test.get("screened_out")]
+        full = [t for t in self.tested if not stopped_early(t.test)]
         return max(full, key=lambda t: t.test["mean"]) if full else None
 
     def untested(self, cand: Candidate) -> bool:
         """True when no full test has run on ``cand``'s genome yet."""
         return not any(np.array_equal(t.cand.params, cand.params) for t in self.tested
-                       if not t.test.get("screened_out"))
+                       if not stopped_early(t.test))

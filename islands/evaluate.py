@@ -133,7 +133,7 @@ def mean_interval(r: np.ndarray) -> list[float]:
     return [m - half, m + half]
 
 
-def screened_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | None,
+def sequential_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | None,
                   seed: int, target: float | None) -> dict[str, Any]:
     """A candidate's test on ``spec.episodes`` fresh episodes, stopped early once the genome
     is clearly below ``target`` (a sequential test).
@@ -142,7 +142,7 @@ def screened_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] 
     evaluation seed ``seed + k`` (candidates' seeds are 7,919 apart,
     ``seeds.candidate_test_seed``, so no two chunks of a run share one). After every chunk
     but the last, a genome whose mean so far is more than two standard errors below the
-    target is rejected (``"screened_out": True``, with the numbers so far). A genome never
+    target is rejected (``"stopped_early": True``, with the numbers so far). A genome never
     rejected has run all ``spec.episodes`` episodes and passes when their mean reaches the
     target: the full test's criterion (the early stops only ever reject). Before, a
     20-episode screen preceded a separate 100-episode test, so a near miss cost 120 episodes:
@@ -160,7 +160,7 @@ def screened_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] 
                                   target=float(target))
     out = _summary(r, lengths, seed, steps, time.process_time() - cpu0)
     if len(r) < spec.episodes:
-        out["screened_out"] = True
+        out["stopped_early"] = True
     return out
 
 

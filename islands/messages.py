@@ -51,7 +51,7 @@ class IslandReport:
     env_steps: int = 0
     frames: int = 0
     # training episodes, cumulative: evals x episodes per evaluation, plus the candidates'
-    # re-evaluations (``confirmations`` genomes x ``IslandSpec.confirm_episodes``)
+    # re-evaluations (``reevaluations`` genomes x ``RunSettings.reeval_episodes``)
     episodes: int = 0
     fitness_max: float = math.nan  # of the last generation's population (NaN: none finite)
     fitness_mean: float = math.nan
@@ -67,7 +67,7 @@ class IslandReport:
     island_wall_s: float = 0.0
     obs_count: float = 0.0  # observations behind the island's normalization (0: none)
     restarts: int = 0  # strategy restarts against stagnation (island.restarts), cumulative
-    confirmations: int = 0  # candidate genomes re-evaluated before an offer, cumulative
+    reevaluations: int = 0  # candidate genomes re-evaluated before an offer, cumulative
     episodes_per_eval: int = 1  # now (grows where --episodes-cap lets it: island.resampling)
     # Spearman's rho of the latest ranking probe at the current episodes (None: none yet)
     rank_agreement: float | None = None
@@ -89,30 +89,30 @@ class CandidateOffer:
 
     ``kind`` "sample": the best genome evaluated in the call; "center": the search center
     (distribution mean; GA elite) at that moment. ``fitness``: the sample's training
-    fitness. ``confirmed`` / ``confirmed_se``: the genome's mean return over
-    ``confirm_episodes`` fresh training episodes and its standard error
-    (``IslandSpec.confirm_episodes``); None when not re-evaluated."""
+    fitness. ``reeval`` / ``reeval_se``: the genome's mean return over ``reeval_episodes``
+    fresh training episodes and its standard error (the island's re-evaluation,
+    ``RunSettings.reeval_episodes``: ``--confirm-episodes``); None when not re-evaluated."""
 
     kind: str
     params: np.ndarray
     fitness: float
-    confirmed: float | None = None
-    confirm_episodes: int = 0
-    confirmed_se: float = 0.0
+    reeval: float | None = None
+    reeval_episodes: int = 0
+    reeval_se: float = 0.0
 
     @property
     def score(self) -> float:
         """What the candidate queue ranks by: the re-evaluation where there is one."""
-        return self.fitness if self.confirmed is None else self.confirmed
+        return self.fitness if self.reeval is None else self.reeval
 
     def plausible(self, target: float) -> bool:
         """Whether a test could pass: the re-evaluation is not more than two standard
-        errors below ``target`` (the tester's screen applies the same rule to its own
+        errors below ``target`` (the tester's sequential test applies the same rule to its own
         episodes). A genome whose true mean is just above the target re-evaluates below
         it about half the time; a noise winner lands far below."""
-        if self.confirmed is None:
+        if self.reeval is None:
             return self.fitness >= target
-        return self.confirmed + 2.0 * self.confirmed_se >= target
+        return self.reeval + 2.0 * self.reeval_se >= target
 
 
 @dataclass

@@ -18,7 +18,7 @@ from envs.torch_registry import TORCH_ENVS, installed
 from .candidates import CANDIDATE_SETS
 from .config import Config, strategies_of
 from .envdefaults import env_defaults
-from .island.spec import IslandSpec
+from .island.spec import IslandSpec, RunSettings
 from .strategies import STRATEGIES
 
 
@@ -101,23 +101,24 @@ def default_cpu_share(n_islands: int, node_cpus: list[float]) -> float:
 
 def plan_islands(cfg: Config, node_cpus: list[float] | None = None) -> list[IslandSpec]:
     """One spec per island: strategy (round-robin over --strategy, or the island_specs
-    entry), popsize, sigma, options, episodes, resources, slowdown, emigrant count,
-    restart policy."""
+    entry), popsize, sigma, options, episodes, resources, slowdown, restart policy; all
+    holding one :class:`RunSettings` (:func:`run_settings`)."""
     share = cfg.cpus_per_island
     if share is None:
         share = default_cpu_share(cfg.islands, node_cpus or [1.0])
-    entries = cfg.island_specs or [{}] * cfg.islands
-    return [_island_spec(cfg, i, dict(entries[i]), share) for i in range(cfg.islands)]
+    entries, run = cfg.island_specs or [{}] * cfg.islands, run_settings(cfg)
+    return [_island_spec(cfg, i, dict(entries[i]), share, run) for i in range(cfg.islands)]
 
 
 def new_island_spec(cfg: Config, i: int, share: float, x0=None) -> IslandSpec:
     """Island ``i`` of an elastic run, joining after the start: planned as the start's
     islands are (round-robin strategy, the run's settings), starting at ``x0``."""
-    spec = _island_spec(cfg, i, {}, share)
+    spec = _island_spec(cfg, i, {}, share, run_settings(cfg))
     return spec if x0 is None else spec.replace(x0=tuple(float(v) for v in x0))
 
 
-def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> IslandSpec:
+def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float,
+                 run: RunSettings) -> IslandSpec:
     names = strategies_of(cfg)
     strategy = s.get("strategy") or names[i % len(names)]
     table = env_defaults(cfg.env)
@@ -138,24 +139,30 @@ def _island_spec(cfg: Config, i: int, s: dict[str, Any], share: float) -> Island
         num_gpus=float(s.get("num_gpus", cfg.gpus_per_island)),
         resources=dict(s.get("resources", cfg.resources_per_island) or {}),
         slowdown_s=float(s.get("slowdown_s", 0.0)),
-        emigrants=max(1, cfg.migrants),
-        # candidates are judged on their own returns, so a reward shift never moves it
-        candidate_threshold=cfg.fitness_target,
-        confirm_episodes=int(cfg.confirm_episodes),
-        candidate_kinds=CANDIDATE_SETS[cfg.candidates],
         debug_exit_after_gen=(int(cfg.debug_exit_after_gen)
                               if cfg.debug_exit_island == i else None),
         restart=str(s.get("restart", cfg.restart)),
+        backend=_backend(cfg, strategy, s),
+        hp_factors=spread_factors(STRATEGIES[strategy].TUNABLE, i, cfg.islands,
+                                  cfg.hp_spread, cfg.seed),
+        run=run,
+    )
+
+
+def run_settings(cfg: Config) -> RunSettings:
+    """What every island of ``cfg``'s run shares (one object for all its specs)."""
+    return RunSettings(
+        emigrants=max(1, cfg.migrants),
+        # candidates are judged on their own returns, so a reward shift never moves it
+        candidate_threshold=cfg.fitness_target,
+        reeval_episodes=int(cfg.confirm_episodes),
+        candidate_kinds=CANDIDATE_SETS[cfg.candidates],
         restart_patience=int(cfg.restart_patience),
         episodes_cap=None if cfg.episodes_cap is None else int(cfg.episodes_cap),
         probe_interval=int(cfg.probe_interval),
         migrant_episodes=int(cfg.migrant_episodes),
         adopt=cfg.migrant_rule == "adopt",
         reward_shift=float(cfg.reward_shift or 0.0),
-        backend=_backend(cfg, strategy, s),
-        hp_factors=spread_factors(STRATEGIES[strategy].TUNABLE, i, cfg.islands,
-                                  cfg.hp_spread, cfg.seed),
-        hp_travel=cfg.hp_spread != 1.0 and cfg.migrant_rule == "adopt",
         hp_spread=float(cfg.hp_spread),
     )
 

@@ -1,7 +1,7 @@
 """Every seed of a run, derived from the run seed in one place.
 
 Training evaluations use seeds in ``[0, 2**30)``: generation g of island i evaluates with
-``train_seed(run_seed, i, g)``; its re-evaluations of candidates (``confirm_seed``) use
+``train_seed(run_seed, i, g)``; its re-evaluations of candidates (``reeval_seed``) use
 seeds in ``[2**31, 2**31 + 2**30)`` and the second evaluation of a ranking probe
 (``probe_seed``) seeds in ``[2**31 + 2**30, 2**32)`` and the screening of immigrants
 (``screen_seed``) seeds in ``[2**32, 2**32 + 2**30)``, so they meet neither the training
@@ -20,7 +20,7 @@ import numpy as np
 
 TEST_SEED_BASE = 2**30 + 12345
 _SEED_SPAN = 2**30
-_CONFIRM_SEED_BASE = 2**31
+_REEVAL_SEED_BASE = 2**31
 _PROBE_SEED_BASE = 2**31 + 2**30
 _SCREEN_SEED_BASE = 2**32
 _RETEST_SEED_BASE = 2**32 + 2**30
@@ -44,10 +44,10 @@ def train_seed(run_seed: int, island: int, generation: int) -> int:
     return (base + _GENERATION_STRIDE * int(generation)) % _SEED_SPAN
 
 
-def confirm_seed(run_seed: int, island: int, generation: int) -> int:
+def reeval_seed(run_seed: int, island: int, generation: int) -> int:
     """Seed of island ``island``'s re-evaluation of its candidates after ``generation``:
     fresh episodes, unlike the training episodes the candidates won on."""
-    return _CONFIRM_SEED_BASE + train_seed(run_seed, island, generation)
+    return _REEVAL_SEED_BASE + train_seed(run_seed, island, generation)
 
 
 def probe_seed(run_seed: int, island: int, generation: int) -> int:

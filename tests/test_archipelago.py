@@ -195,7 +195,7 @@ def test_island_offers_its_best_sample_and_center_once_a_sample_reaches_the_thre
         assert (sample.kind, center.kind) == ("sample", "center")
         np.testing.assert_array_equal(center.params, core.strategy.center)
         np.testing.assert_array_equal(sample.params, out.emigrants.params[0])
-        assert sample.fitness == out.emigrants.fitness[0] and sample.confirmed is None
+        assert sample.fitness == out.emigrants.fitness[0] and sample.reeval is None
     finally:
         core.close()
 
@@ -205,8 +205,8 @@ def test_a_center_only_island_offers_and_re_evaluates_its_center_alone():
     try:
         core.candidate_threshold = -math.inf
         (only,) = core.evolve(1).offers
-        assert only.kind == "center" and only.confirm_episodes == 2
-        assert core.counters.confirmations == 1  # the sample was not re-evaluated
+        assert only.kind == "center" and only.reeval_episodes == 2
+        assert core.counters.reevaluations == 1  # the sample was not re-evaluated
     finally:
         core.close()
 
@@ -224,19 +224,19 @@ def test_offers_are_re_evaluated_on_fresh_episodes_without_touching_training():
         a, b = plain.evolve(2), confirming.evolve(2)
         np.testing.assert_array_equal(plain.strategy.center, confirming.strategy.center)
         assert a.report.fitness_max == b.report.fitness_max and a.report.evals == b.report.evals
-        assert [o.confirm_episodes for o in b.offers] == [4, 4]
-        assert all(np.isfinite(o.confirmed) and o.confirmed_se >= 0 for o in b.offers)
-        assert b.report.confirmations == 2 and a.report.confirmations == 0
+        assert [o.reeval_episodes for o in b.offers] == [4, 4]
+        assert all(np.isfinite(o.reeval) and o.reeval_se >= 0 for o in b.offers)
+        assert b.report.reevaluations == 2 and a.report.reevaluations == 0
         assert b.report.episodes == a.report.episodes + 2 * 4
         assert b.report.env_steps > a.report.env_steps
         # the run has no room for an offer: no re-evaluation, no episodes spent on one
         d = confirming.evolve(1, want_offers=False)
-        assert d.offers == [] and d.report.confirmations == 2
+        assert d.offers == [] and d.report.reevaluations == 2
         assert d.report.episodes == b.report.episodes + confirming.strategy.popsize
         # fresh episodes: a CartPole policy's returns differ from episode to episode, so the
         # sample's re-evaluation is not its training fitness
         c = confirming.evolve(1).offers
-        assert c[0].confirmed != c[0].fitness or c[1].confirmed != c[0].fitness
+        assert c[0].reeval != c[0].fitness or c[1].reeval != c[0].fitness
     finally:
         plain.close()
         confirming.close()
@@ -270,7 +270,7 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     # candidates (centers: --candidates' default, candidates.Candidate), each re-evaluated by its
     # island on 10 fresh episodes before it was offered, and only tested when that held up
     assert {t["kind"] for t in summary["tests"]} <= {"center", "sample"}
-    assert all(t["confirmed"] + 2 * t["confirmed_se"] >= 475
+    assert all(t["reeval"] + 2 * t["reeval_se"] >= 475
                for t in summary["tests"] if not t["final"])
     for f in ("config.yaml", "metrics.parquet", "summary.json", "solution.npz", "fitness.png"):
         assert (tmp_path / "run" / f).exists(), f
@@ -280,17 +280,17 @@ def test_two_cartpole_islands_solve_it(ray_session, tmp_path):
     assert 0 < summary["env_steps_to_solve"] <= summary["total_env_steps"]
     assert 0 < summary["wall_to_solve"] <= summary["wall_s"]
     # CartPole: 2 episodes per evaluation, plus 10 per re-evaluated candidate
-    confirmations = summary["tester"]["confirmations"]
+    reevaluations = summary["tester"]["reevaluations"]
     # the center of each offer (--candidates center, the default); each test took one
     assert {t["kind"] for t in summary["tests"] if not t["final"]} == {"center"}
-    assert confirmations >= sum(not t["final"] and t["role"] == "selecting"
+    assert reevaluations >= sum(not t["final"] and t["role"] == "selecting"
                                 for t in summary["tests"])
     # solved means confirmed: the passing genome was re-tested on fresh episodes
     conf = summary["confirmation"]
     assert summary["confirmed"] and conf["episodes"] == 100 and conf["mean"] >= 475
     assert conf["ci95"][0] <= conf["mean"] <= conf["ci95"][1]
     assert summary["tests"][-1]["role"] == "confirmation"
-    assert summary["total_episodes"] == 2 * summary["total_evals"] + 10 * confirmations
+    assert summary["total_episodes"] == 2 * summary["total_evals"] + 10 * reevaluations
     assert summary["tester"]["tests"] == len(summary["tests"])
     assert summary["tester"]["env_steps"] >= 100 * 475  # the passing test alone
 
@@ -470,18 +470,18 @@ def test_unplaceable_request_fails_fast_and_creates_nothing(ray_session, tmp_pat
 
 
 def test_sequential_test_stops_a_hopeless_candidate_and_runs_a_good_one_in_full():
-    from islands.evaluate import screened_test, test_genome
+    from islands.evaluate import sequential_test, test_genome
 
     cfg = cfg_of(islands=1, max_episode_steps=500)
     spec = cfg.eval_spec().replace(episodes=100)
     zero = np.zeros(_core(cfg).dim)  # always pushes left: falls within ~10 steps
-    res = screened_test(spec, zero, None, seed=2**30, target=475.0)
-    assert res["screened_out"] and res["episodes"] == 20 and res["mean"] < 20
-    res = screened_test(spec, zero, None, seed=2**30, target=5.0)  # never clearly below
-    assert not res.get("screened_out") and res["episodes"] == 100
+    res = sequential_test(spec, zero, None, seed=2**30, target=475.0)
+    assert res["stopped_early"] and res["episodes"] == 20 and res["mean"] < 20
+    res = sequential_test(spec, zero, None, seed=2**30, target=5.0)  # never clearly below
+    assert not res.get("stopped_early") and res["episodes"] == 100
     # the full test is its five chunks of 20 episodes, chunk k on seed 2**30 + k
     chunks = [test_genome(spec.replace(episodes=20), zero, None, 2**30 + k) for k in range(5)]
     assert res["mean"] == pytest.approx(np.mean([c["mean"] for c in chunks]))
     assert res["env_steps"] == sum(c["env_steps"] for c in chunks)
     # no target: one plain test, as the final test of the hall of fame runs
-    assert screened_test(spec, zero, None, seed=2**30, target=None)["episodes"] == 100
+    assert sequential_test(spec, zero, None, seed=2**30, target=None)["episodes"] == 100

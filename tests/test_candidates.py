@@ -5,17 +5,24 @@ from __future__ import annotations
 import numpy as np
 from fakes import island_result
 
-from islands.candidates import CANDIDATE_SETS, Candidate, CandidateQueue, Validation
+from islands.candidates import (
+    CANDIDATE_SETS,
+    Candidate,
+    CandidateQueue,
+    Validation,
+    passes,
+    stopped_early,
+)
 from islands.messages import CandidateOffer
 
 
-def _result(i, g, fitness, center=None, confirmed=(None, None)):
+def _result(i, g, fitness, center=None, reeval=(None, None)):
     """An island's result whose best sample has ``max(fitness)``; offers as an island
     makes them once that reaches the threshold (here: always)."""
     top = float(np.max(fitness))
-    offers = [CandidateOffer("sample", np.full(2, top), top, confirmed[0])]
+    offers = [CandidateOffer("sample", np.full(2, top), top, reeval[0])]
     if center is not None:
-        offers.append(CandidateOffer("center", np.full(2, float(center)), top, confirmed[1]))
+        offers.append(CandidateOffer("center", np.full(2, float(center)), top, reeval[1]))
     return island_result(i, g, fitness, 2, offers=offers)
 
 
@@ -53,12 +60,12 @@ def test_a_center_only_queue_tests_centers_alone():
 
 def test_offers_whose_re_evaluation_falls_short_are_dropped_and_counted():
     q = CandidateQueue(target=10.0)
-    q.offer(0, _result(0, 1, [14.0], center=-1, confirmed=(8.0, 9.5)))  # both fall short
+    q.offer(0, _result(0, 1, [14.0], center=-1, reeval=(8.0, 9.5)))  # both fall short
     assert q.next() is None and q.rejected == 2
-    q.offer(1, _result(1, 2, [12.0], center=-2, confirmed=(11.0, 3.0)))
-    q.offer(0, _result(0, 3, [30.0], center=-3, confirmed=(10.5, 2.0)))  # ranked by 10.5
+    q.offer(1, _result(1, 2, [12.0], center=-2, reeval=(11.0, 3.0)))
+    q.offer(0, _result(0, 3, [30.0], center=-3, reeval=(10.5, 2.0)))  # ranked by 10.5
     only = q.next()
-    assert (only.kind, only.island, only.confirmed, only.score) == ("sample", 1, 11.0, 11.0)
+    assert (only.kind, only.island, only.reeval, only.score) == ("sample", 1, 11.0, 11.0)
     assert q.next() is None and q.rejected == 4
 
 
@@ -88,13 +95,13 @@ def _validation(tested, target, retest_episodes=0):
 
 def test_solution_is_the_passing_candidate_else_the_best_full_test():
     a, b, c = _cand(1), _cand(2), _cand(3, "center")
-    screened = {"mean": 99.0, "episodes": 10, "screened_out": True}
-    tested = [(a, {"mean": 40.0}), (b, screened), (c, {"mean": 60.0})]
+    cut = {"mean": 99.0, "episodes": 10, "stopped_early": True}
+    tested = [(a, {"mean": 40.0}), (b, cut), (c, {"mean": 60.0})]
     best = _validation(tested, target=50.0).solution()
-    assert best.cand is c and best.test["mean"] == 60.0  # passes; the screen does not count
+    assert best.cand is c and best.test["mean"] == 60.0  # passes; one stopped early: not counted
     v = _validation(tested, target=70.0)
     assert v.solution().cand is c and not v.solved  # nothing passes: the best full test
-    assert _validation([(b, screened)], target=70.0).solution() is None
+    assert _validation([(b, cut)], target=70.0).solution() is None
     assert v.untested(b) and not v.untested(_cand(1))
 
 
@@ -125,9 +132,15 @@ def test_the_end_of_run_confirmation_of_a_genome_that_failed_its_test_solves_not
     assert not v.solved and not v.confirmed(v.solution())
 
 
-def test_a_screened_out_confirmation_does_not_solve():
+def test_a_confirmation_stopped_early_does_not_solve():
     a = _cand(1)
     v = Validation(target=50.0, retest_episodes=100)
     v.record("test", a, {"mean": 60.0})
-    v.record("retest", a, {"mean": 70.0, "episodes": 20, "screened_out": True})
+    v.record("retest", a, {"mean": 70.0, "episodes": 20, "stopped_early": True})
     assert not v.solved
+
+
+def test_a_test_stopped_early_reads_so_under_the_key_older_runs_wrote():
+    assert stopped_early({"mean": 1.0, "screened_out": True})  # summaries before the rename
+    assert stopped_early({"mean": 1.0, "stopped_early": True})
+    assert not stopped_early({"mean": 1.0}) and not passes({"mean": 9.0, "screened_out": True}, 5)

@@ -10,7 +10,7 @@ from envs.spec import EvalSpec
 from islands import seeds
 from islands.candidates import Candidate, Validation
 from islands.config import from_dict, resolve
-from islands.evaluate import screened_test
+from islands.evaluate import sequential_test
 
 # A genome whose true mean (-f(x) = -1) is below the target 5, under noise 10 per episode:
 # a 1-episode test passes by luck about a third of the time, 100 fresh episodes never do.
@@ -34,14 +34,14 @@ def test_test_seeds_follow_the_run_seed_in_ranges_nothing_else_uses():
 def test_a_genome_lucky_on_its_test_fails_its_confirmation_and_the_run_is_unsolved():
     lucky = []
     for run_seed in range(40):
-        test = screened_test(NOISY, X, None, seeds.candidate_test_seed(run_seed, 0), TARGET)
+        test = sequential_test(NOISY, X, None, seeds.candidate_test_seed(run_seed, 0), TARGET)
         if test["mean"] < TARGET:
             continue
         v = Validation(TARGET, retest_episodes=100)
         cand = Candidate(X, test["mean"], 0, 1, None)
         v.record("test", cand, test)
         assert v.next(None) == ("retest", cand)
-        retest = screened_test(NOISY.replace(episodes=100), X, None,
+        retest = sequential_test(NOISY.replace(episodes=100), X, None,
                                seeds.retest_seed(run_seed, 0), TARGET)
         v.record("retest", cand, retest)
         lucky.append(run_seed)

@@ -124,7 +124,7 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
         assert (c.evals, c.episodes, c.immigrants, c.rejected, c.calls) == (24, 24, 2, 3, 2)
         assert {k: getattr(rep, k) for k in c.reported()} == c.reported()
         assert set(c.reported()) == {"evals", "episodes", "env_steps", "frames", "immigrants",
-                                     "rejected", "confirmations", "screened_out",
+                                     "rejected", "reevaluations", "screened_out",
                                      "adopted"}
         assert a.get_state()["counters"] == a.info().counters == c.state_dict()
         b = island(cfg, CheckpointSpec(ck, load=True))
@@ -139,11 +139,16 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
 
 def test_counters_missing_from_an_older_checkpoint_start_at_zero():
     old = {"evals": 16, "episodes": 16, "env_steps": 300, "frames": 300, "immigrants": 1,
-           "rejected": 0, "calls": 2}  # before held_off, confirmations, screened_out, adopted
+           "rejected": 0, "calls": 2}  # before held_off, reevaluations, screened_out, adopted
     c = Counters.from_state_dict(old)
-    assert c.held_off == c.confirmations == c.screened_out == c.adopted == 0
-    assert c.state_dict() == {**old, "held_off": 0, "confirmations": 0, "screened_out": 0,
+    assert c.held_off == c.reevaluations == c.screened_out == c.adopted == 0
+    assert c.state_dict() == {**old, "held_off": 0, "reevaluations": 0, "screened_out": 0,
                               "adopted": 0}
+
+
+def test_counters_of_a_checkpoint_written_under_their_older_names_load():
+    c = Counters.from_state_dict({"evals": 4, "confirmations": 3})  # before the rename
+    assert (c.evals, c.reevaluations) == (4, 3) and "confirmations" not in c.state_dict()
 
 
 def _debug_exit_script(reconstructed: bool) -> str:

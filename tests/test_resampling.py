@@ -197,7 +197,7 @@ def test_bad_episode_caps_give_one_line(argv, message):
 
 def test_the_plan_carries_the_cap_to_every_island():
     cfg = resolve(parse_args(["--islands", "3", "--episodes-cap", "8"]), check_env=False)
-    assert {s.episodes_cap for s in plan_islands(cfg, [3.0])} == {8}
+    assert {s.run.episodes_cap for s in plan_islands(cfg, [3.0])} == {8}
     assert resolve(parse_args([]), check_env=False).episodes_cap is None
 
 

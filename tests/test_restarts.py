@@ -352,5 +352,5 @@ def test_the_plan_carries_restart_settings_with_per_island_overrides():
                   check_env=False)
     plan = plan_islands(cfg, [3.0])
     assert [s.restart for s in plan] == ["hof", "bipop", "none"]
-    assert {s.restart_patience for s in plan} == {7}
+    assert {s.run.restart_patience for s in plan} == {7}
     assert resolve(parse_args([]), check_env=False).restart == "none"

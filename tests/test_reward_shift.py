@@ -1,5 +1,5 @@
 """The training reward shift (``--reward-shift S``, ARS's removal of the survival bonus)
-without Ray: training fitness is the return less S per step; confirmations of candidates
+without Ray: training fitness is the return less S per step; re-evaluations of candidates
 see the task's own returns, and so does the candidate threshold.
 CartPole through the Gymnasium backend (tests/island_core.py), episodes of at most 100
 steps."""
@@ -12,10 +12,10 @@ from island_core import island, island_cfg
 
 from islands.config import ConfigError, parse_args, resolve
 from islands.envdefaults import MUJOCO
-from islands.island.confirm import Confirmation
 from islands.island.hooks import Elite
+from islands.island.reeval import Reevaluation
 from islands.planning import plan_islands
-from islands.seeds import confirm_seed
+from islands.seeds import reeval_seed
 
 
 def test_training_fitness_is_the_return_less_the_shift_per_step():
@@ -28,14 +28,14 @@ def test_training_fitness_is_the_return_less_the_shift_per_step():
     R = shifted.reevaluate(X[:2], 2, seed=7)
     raw = shifted.reevaluate(X[:2], 2, seed=7, shifted=False)
     assert np.all(R < raw)
-    own = plain.reevaluate(X[:2], 2, seed=confirm_seed(0, 0, 0), shifted=False).mean(axis=1)
-    assert np.allclose(Confirmation.confirm(shifted, X[:2], 2)[0], own)
+    own = plain.reevaluate(X[:2], 2, seed=reeval_seed(0, 0, 0), shifted=False).mean(axis=1)
+    assert np.allclose(Reevaluation.measure(shifted, X[:2], 2)[0], own)
 
 
 def test_candidates_are_offered_on_the_task_s_own_returns():
     cfg = resolve(parse_args(["--env", "Hopper-v4", "--reward-shift", "1"]))
     target = MUJOCO["Hopper"]["target"]  # ARS's threshold, from the env table
-    assert cfg.target == target and plan_islands(cfg, [2.0])[0].candidate_threshold == target
+    assert cfg.target == target and plan_islands(cfg, [2.0])[0].run.candidate_threshold == target
     # a CartPole island with target 50, its training fitness shifted by 0.5 per step
     core = island(island_cfg(reward_shift=0.5, target=50.0, confirm_episodes=0))
     X = core.strategy.ask()
@@ -49,9 +49,9 @@ def test_candidates_are_offered_on_the_task_s_own_returns():
     # a sample whose shifted fitness is below the target but whose return reaches it is
     # offered at its return; one whose return falls short is not
     elite.x, elite.f, elite.r = X[:1], np.array([40.0]), np.array([80.0])
-    assert [o.fitness for o in Confirmation(0).offers(core, elite)] == [80.0, 80.0]
+    assert [o.fitness for o in Reevaluation(0).offers(core, elite)] == [80.0, 80.0]
     elite.r = np.array([45.0])
-    assert Confirmation(0).offers(core, elite) == []
+    assert Reevaluation(0).offers(core, elite) == []
 
 
 @pytest.mark.parametrize("argv, message", [

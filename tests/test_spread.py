@@ -79,8 +79,8 @@ def test_the_plan_spreads_the_table_settings_and_travels_only_with_adopt():
     assert all(set(s.hp_factors) == {"sigma", "lr"} for s in specs)
     assert sorted(s.hp_factors["lr"] for s in specs) == sorted(
         2.0 ** u for u in np.linspace(-1, 1, 4))
-    assert not any(s.hp_travel for s in specs)
-    assert all(s.hp_travel for s in plan("--migrant-rule", "adopt"))
+    assert not any(s.run.hp_travel for s in specs)
+    assert all(s.run.hp_travel for s in plan("--migrant-rule", "adopt"))
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -103,7 +103,8 @@ class Config:
         metavar="F|auto|none")
     confirm_episodes: int | None = _opt(
         None, "fresh training episodes on which an island re-evaluates a genome whose "
-        "training fitness reached the target, before it offers it for a test (0: offer it on "
+        "training fitness reached the target, before it offers it for a test (the island's "
+        "re-evaluation, not the confirmation: that is --retest-episodes; 0: offer it on "
         f"its training fitness); default: {DETERMINISTIC_TESTS['confirm_episodes']} for a "
         f"deterministic function, else {NOISY_TESTS['confirm_episodes']}", "optint",
         metavar="N")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..candidates import stopped_early
 from ..output.segments import read as read_segments
 from ..output.segments import where_ran
 from .cells import FAILED, complete
@@ -221,7 +222,7 @@ def _failed_confirmation(summary: dict[str, Any]) -> str:
     """``; its test reached the target, its confirmation did not (mean ...)`` where so."""
     test, conf, target = (summary.get("selecting_test") or {}), summary.get(
         "confirmation_mean"), summary.get("target")
-    if target is None or conf is None or test.get("mean") is None or test.get("screened_out"):
+    if target is None or conf is None or test.get("mean") is None or stopped_early(test):
         return ""
     if test["mean"] >= target > conf:
         return f"; its test reached the target, its confirmation did not (mean {conf:.4g})"

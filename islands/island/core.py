@@ -7,7 +7,7 @@ evaluated in this call), the observation-moment delta since its previous call an
 candidate offers. Everything else attaches as hooks (:mod:`islands.island.hooks`), run in
 this order: a debug exit, the episode schedule and its ranking probes
 (:mod:`~islands.island.resampling`), restarts (:mod:`~islands.island.restarts`), a debug
-slowdown, candidate confirmation (:mod:`~islands.island.confirm`). Its counts are one
+slowdown, candidate re-evaluation (:mod:`~islands.island.reeval`). Its counts are one
 :class:`~islands.island.counters.Counters` (report row, checkpoint, info); its state and
 checkpoints: :mod:`~islands.island.checkpoints`. The Ray actor around it
 (``islands.runtime.actors``) only sizes threads and picks the device.
@@ -34,9 +34,9 @@ from ..persistence.checkpointing import CheckpointSpec
 from ..seeds import strategy_seed, train_seed
 from .adopt import Adoption
 from .checkpoints import Checkpointing
-from .confirm import Confirmation, Reevaluator
 from .counters import Counters, ObsDelta, peak_rss_mb
 from .hooks import Call, DebugExit, DebugSlowdown, Elite, Generation, Hook
+from .reeval import Reevaluation, Reevaluator
 from .resampling import EpisodeSchedule, ResamplingHook
 from .restarts import Restarter, RestartHook, RestartSettings, Runs
 from .screen import screen
@@ -54,7 +54,7 @@ class IslandCore(Checkpointing):
                  checkpoint: CheckpointSpec | None = None, reconstructed: bool = False
                  ) -> None:
         self.spec, self.index, self.run_seed = spec, int(spec.index), int(run_seed)
-        self.candidate_threshold = spec.candidate_threshold  # confirm.Confirmation
+        self.candidate_threshold = spec.run.candidate_threshold  # reeval.Reevaluation
         self.device, self.num_threads = device, int(num_threads)
         if eval_spec is not None and spec.backend:
             eval_spec = eval_spec.replace(backend=spec.backend)  # this island's own backend
@@ -71,14 +71,14 @@ class IslandCore(Checkpointing):
                                  **self._strategy_options())
         self.runs = Runs(make, dict(popsize=spec.popsize, sigma=spec.sigma, seed=seed, x0=x0))
         # where adopted settings may walk (--hp-spread): from the settings as built, unspread
-        self.hp_limits = limits_of(self.strategy, spec.hp_factors, spec.hp_spread)
+        self.hp_limits = limits_of(self.strategy, spec.hp_factors, spec.run.hp_spread)
         self.restarter = Restarter(  # its sigma0 unspread: each run's build spreads it
-            RestartSettings(spec.restart, spec.restart_patience),
+            RestartSettings(spec.restart, spec.run.restart_patience),
             base_popsize=self.strategy.popsize,
             sigma0=(spec.sigma if spec.sigma is not None
                     else self.strategy.sigma / spec.hp_factors.get("sigma", 1.0)), seed=seed)
-        self.schedule = EpisodeSchedule(spec.episodes, spec.episodes_cap,
-                                        spec.restart_patience, spec.probe_interval)
+        self.schedule = EpisodeSchedule(spec.episodes, spec.run.episodes_cap,
+                                        spec.run.restart_patience, spec.run.probe_interval)
         self.reconstructed = bool(reconstructed)
         self.hooks = self._hooks()
         self.counters, self.obs_delta = Counters(), ObsDelta()
@@ -105,10 +105,10 @@ class IslandCore(Checkpointing):
         hooks += [ResamplingHook(self.schedule, self.restarter), RestartHook(self.restarter)]
         if spec.slowdown_s > 0:
             hooks.append(DebugSlowdown(spec.slowdown_s))
-        self.adoption = Adoption() if spec.adopt else None
+        self.adoption = Adoption() if spec.run.adopt else None
         if self.adoption is not None:
             hooks.append(self.adoption)
-        return hooks + [Confirmation(spec.confirm_episodes, spec.candidate_kinds)]
+        return hooks + [Reevaluation(spec.run.reeval_episodes, spec.run.candidate_kinds)]
 
     # ---- the strategy and its runs ---------------------------------------------------------
     @property
@@ -134,12 +134,12 @@ class IslandCore(Checkpointing):
     def reevaluate(self, X: np.ndarray, n: int, seed: int, shifted: bool = True
                    ) -> np.ndarray:
         """``R[row, episode]``: the rows of ``X`` over ``n`` fresh episodes from ``seed``
-        (confirm.Reevaluator), as training fitness (``shifted``: less the reward shift) or
+        (reeval.Reevaluator), as training fitness (``shifted``: less the reward shift) or
         as the task's own returns; they count in the island's episodes and env steps."""
         R, res = self.reevaluator(X, n, seed, self.evaluator.obs_stats)
         self.counters.count(res)
-        if shifted and self.spec.reward_shift:
-            R = R - self.spec.reward_shift * np.asarray(res.lengths).reshape(R.shape)
+        if shifted and self.spec.run.reward_shift:
+            R = R - self.spec.run.reward_shift * np.asarray(res.lengths).reshape(R.shape)
         return R
 
     # ---- migration and statistics ----------------------------------------------------
@@ -173,7 +173,7 @@ class IslandCore(Checkpointing):
             keep = np.isfinite(screened)
             self.counters.screened_out += int((~keep).sum())
             P, f = P[keep], screened[keep]
-        carried = batch.hyperparameters if self.spec.hp_travel else None
+        carried = batch.hyperparameters if self.spec.run.hp_travel else None
         if len(f) and not (self.adoption and self.adoption.offer(self, P, f, carried)):
             self.strategy.inject(P, f)
         return len(f)
@@ -192,7 +192,7 @@ class IslandCore(Checkpointing):
         (its episodes would be spent on a genome the queue has no room for)."""
         t_call = time.perf_counter()
         self.set_obs_stats(obs_stats)
-        call = Call(self.accept(immigrants), Elite(int(self.spec.emigrants), self.dim),
+        call = Call(self.accept(immigrants), Elite(int(self.spec.run.emigrants), self.dim),
                     want_offers, self.counters.evals, self.counters.env_steps)
         for _ in range(int(k)):
             self._run_hooks("before_generation")
@@ -237,11 +237,11 @@ class IslandCore(Checkpointing):
         res = self.evaluator.evaluate(
             X, seed=train_seed(self.run_seed, self.index, self.generation))
         f = np.asarray(res.fitness, dtype=np.float64).reshape(-1)
-        if not self.spec.reward_shift:
+        if not self.spec.run.reward_shift:
             return Generation(X, f, res)
         # ARS's survival bonus removed: S per step of the genome's mean episode
         steps = np.asarray(res.lengths, dtype=np.float64).reshape(len(f), -1).mean(1)
-        return Generation(X, f - self.spec.reward_shift * steps, res, returns=f)
+        return Generation(X, f - self.spec.run.reward_shift * steps, res, returns=f)
 
     def _count(self, gen: Generation) -> None:
         self.counters.count(gen.result, evals=len(gen.fitness))

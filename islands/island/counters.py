@@ -39,7 +39,7 @@ class Counters:
     held_off: int = 0  # migrant genomes a fresh restart kept out (Restarter.isolated)
     screened_out: int = 0  # migrant genomes that lost to the center on fresh episodes (screen)
     calls: int = 0  # evolve calls
-    confirmations: int = 0  # candidate genomes re-evaluated before an offer
+    reevaluations: int = 0  # candidate genomes re-evaluated before an offer (reeval.py)
     adopted: int = 0  # immigrants that became the island's center (--migrant-rule adopt)
 
     def count(self, res, evals: int = 0) -> None:
@@ -55,11 +55,18 @@ class Counters:
 
     @classmethod
     def from_state_dict(cls, d: dict[str, Any]) -> Counters:
-        return cls(**{k: int(v) for k, v in d.items()})
+        """Counters of a checkpoint, also one written under the counters' older names
+        (``_RENAMED``), so kept runs resume across the rename."""
+        return cls(**{_RENAMED.get(k, k): int(v) for k, v in d.items()})
 
     def reported(self) -> dict[str, int]:
         """The counts that are fields of the report row."""
         return {k: v for k, v in self.state_dict().items() if k in _REPORTED}
+
+
+# a counter's older name in checkpoints -> its name now ("confirmation" is the tester's word
+# for a passed test's retest; the island's own re-evaluations were once called so too)
+_RENAMED = {"confirmations": "reevaluations"}
 
 
 def peak_rss_mb() -> float:

@@ -13,7 +13,7 @@ order, at four points:
 - ``after_generation(island, gen)``: after ``tell`` (the episode schedule, then restarts,
   :mod:`islands.island.restarts`; :class:`DebugSlowdown`);
 - ``after_call(island, call)``: after the call's generations, before its report (candidate
-  confirmation, :mod:`islands.island.confirm`).
+  re-evaluation, :mod:`islands.island.reeval`).
 
 A hook with state names its key in the island's checkpoint (``state_key``): ``state_dict()``
 is saved there, ``load_state(island, d)`` restores it (``d`` None: the checkpoint has none).

@@ -32,7 +32,7 @@ def screen(island, P: np.ndarray, source) -> np.ndarray | None:
     """``P``'s fitness on the island's fresh episodes, -inf where a migrant does not beat the
     island's search center on them; None when screening is off (``migrant_episodes`` 0, or
     no re-evaluator)."""
-    n = int(island.spec.migrant_episodes)
+    n = int(island.spec.run.migrant_episodes)
     if n <= 0 or island.reevaluator is None or not len(P):
         return None
     X = np.concatenate([P, island.strategy.center[None, :]])

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..candidates import stopped_early
 from ..messages import RunStatus
 
 # budget field -> the row's total it bounds
@@ -42,7 +43,7 @@ def progress(status: RunStatus, budgets: dict[str, float]) -> Progress:
     """The run's progress after its latest report (``status.rows[-1]``)."""
     row = status.rows[-1] if status.rows else {}
     full = [t["mean"] for t in status.tests
-            if not t.get("screened_out") and math.isfinite(t.get("mean", math.nan))]
+            if not stopped_early(t) and math.isfinite(t.get("mean", math.nan))]
     etas = {}
     session = float(status.elapsed) - float(status.resumed_at)  # seconds of this session
     for name, limit in budgets.items():

@@ -81,7 +81,7 @@ class RunDir:
         df = pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
         for c in ("island", "generation", "evals", "env_steps", "immigrants",
                   "immigrants_new", "rejected", "frames", "episodes", "total_evals",
-                  "total_episodes", "total_env_steps", "restarts", "confirmations",
+                  "total_episodes", "total_env_steps", "restarts", "reevaluations",
                   "screened_out", "adopted"):
             df[c] = df[c].fillna(0).astype("int64")  # (rows of older runs lack some)
         tmp = self.file(".metrics.parquet.tmp")

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..candidates import stopped_early
 from ..config import Config
 from ..messages import IslandInfo
 from ..planning import IslandSpec
@@ -59,7 +60,7 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
         "hall_of_fame": result.hof,
         "solution": None if best is None else {
             "island": best.island, "generation": best.generation,
-            "training_fitness": best.fitness, "confirmed": best.confirmed},
+            "training_fitness": best.fitness, "reeval": best.reeval},
         "tests": result.tests,
         # the tester's share of the machine, beside the islands' total_env_steps
         "tester": {"tests": len(result.tests),
@@ -67,7 +68,7 @@ def summarize(cfg: Config, plan: list[IslandSpec], infos: list[IslandInfo], resu
                    "cpu_s": sum(t.get("cpu_s", 0.0) for t in result.tests),
                    # genomes the islands re-evaluated before offering, and the offers
                    # that re-evaluation kept from the tester
-                   "confirmations": sum(r.get("confirmations", 0) for r in last.values()),
+                   "reevaluations": sum(r.get("reevaluations", 0) for r in last.values()),
                    "offers_rejected": result.offers_rejected},
         "migration": {**result.coordinator_stats,
                       "latency_s": latency_summary(result.migration_latency_s,
@@ -110,12 +111,12 @@ def _objective(cfg: Config, result) -> dict[str, Any] | None:
 
 
 def _test_fields(test: dict[str, Any]) -> dict[str, Any] | None:
-    """A test's mean, 95% interval, episodes, seed and whether it was cut short."""
+    """A test's mean, 95% interval, episodes, seed and whether it stopped early."""
     if not test:
         return None
     return {"mean": test.get("mean"), "ci95": test.get("ci95"), "std": test.get("std"),
             "episodes": test.get("episodes", 0), "seed": test.get("seed"),
-            "screened_out": bool(test.get("screened_out", False))}
+            "stopped_early": stopped_early(test)}
 
 
 def _generations(last: dict[int, dict[str, Any]], infos: list[IslandInfo]) -> dict[str, int]:

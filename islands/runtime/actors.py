@@ -8,7 +8,7 @@
   :class:`IslandRef`.
 - ``coordinator`` (:class:`CoordinatorActor`): a
   :class:`~islands.coordinator.CoordinatorCore`, plus the live status and global-best metric.
-- ``tester`` (:class:`TesterActor`): tests candidate genomes (``evaluate.screened_test``).
+- ``tester`` (:class:`TesterActor`): tests candidate genomes (``evaluate.sequential_test``).
 
 Fault tolerance: the launcher creates islands and the coordinator with ``max_restarts``
 and ``max_task_retries=0`` (Ray's retries do not keep the order of calls; the loop
@@ -274,9 +274,9 @@ class TesterActor:
             torch.set_num_threads(1)  # tests run beside the islands; one thread each
 
     def test(self, test_spec, params, obs_stats, seed: int, target=None) -> dict[str, Any]:
-        from ..evaluate import screened_test
+        from ..evaluate import sequential_test
 
-        return screened_test(test_spec, params, obs_stats, seed, target)
+        return sequential_test(test_spec, params, obs_stats, seed, target)
 
     def ping(self) -> bool:
         return True

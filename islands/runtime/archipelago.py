@@ -225,14 +225,14 @@ class Archipelago:
         # the batch's ref, not its values: the coordinator reads it from the object store
         return self.coordinator.report_batch.remote(ids, batch)
 
-    def test(self, kind: str, cand: Candidate, n: int, screen: bool = True):
+    def test(self, kind: str, cand: Candidate, n: int, stop_early: bool = True):
         """Test ``cand`` (the run's ``n``-th test, ``kind`` "test") on fresh episodes, or
         confirm it ("retest") on ``retest_episodes`` episodes that no test, training or
-        other run meets (``seeds.retest_seed``); with ``screen`` a short screen first
-        rejects candidates clearly below the target."""
+        other run meets (``seeds.retest_seed``); with ``stop_early`` a sequential test stops
+        once a candidate is clearly below the target (``evaluate.sequential_test``)."""
         spec, seed = self.cfg.test_call(kind, n)
         return self.tester.test.remote(spec, cand.params, cand.obs_stats, seed,
-                                       self.cfg.fitness_target if screen else None)
+                                       self.cfg.fitness_target if stop_early else None)
 
     @staticmethod
     def wait(futures: Sequence[Any], timeout: float) -> list[Any]:

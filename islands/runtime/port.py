@@ -72,7 +72,7 @@ class Runtime(Protocol):
         """Send the coordinator a host batch (the future :meth:`evolve` returned) with the
         island at each position (None: its call failed); a future of its replies."""
 
-    def test(self, kind: str, cand: Candidate, n: int, screen: bool = True) -> Any:
+    def test(self, kind: str, cand: Candidate, n: int, stop_early: bool = True) -> Any:
         """Test (``kind`` "test") or confirm ("retest") ``cand``, the run's ``n``-th of its
         kind, on fresh episodes; a future of the test's result dict."""
 

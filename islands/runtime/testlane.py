@@ -4,7 +4,7 @@ critical path.
 Islands offer their best genomes once they reach the target (``candidates.CandidateQueue``);
 whenever no test runs, :class:`~islands.candidates.Validation` names what runs next: the
 confirmation a passing test awaits (on ``retest_episodes`` fresh episodes), else the queue's
-next candidate (a 100-episode test, screened: stopped early when clearly below the target).
+next candidate (a 100-episode test, stopped early when clearly below the target).
 The run is solved when a confirmation passes. After the loop, :meth:`TestLane.finish`
 runs what is still due so that every run reports a mean on episodes that played no part in
 choosing its solution. Every test goes into ``tests`` for the summary.
@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from ..candidates import CANDIDATE_SETS, Candidate, CandidateQueue, Validation, Verdict, passes
+from ..candidates import (
+    CANDIDATE_SETS,
+    Candidate,
+    CandidateQueue,
+    Validation,
+    Verdict,
+    passes,
+    stopped_early,
+)
 from ..config import Config
 from .port import CallFailed, CallLost, Runtime
 
@@ -63,16 +71,17 @@ class TestLane:
         res, self.ref = self.rt.get(self.ref), None
         self.record(*self.job, res)
 
-    def _submit(self, kind: str, cand: Candidate, screen: bool = True):
+    def _submit(self, kind: str, cand: Candidate, stop_early: bool = True):
         v = self.validation
-        return self.rt.test(kind, cand, v.n_retests if kind == "retest" else v.n_tests, screen)
+        return self.rt.test(kind, cand, v.n_retests if kind == "retest" else v.n_tests,
+                            stop_early)
 
     def record(self, kind: str, cand: Candidate, res: dict[str, Any],
                final: bool = False) -> Verdict:
         """Log a finished test or confirmation (``kind`` "test" / "retest")."""
         role = "confirmation" if kind == "retest" else "selecting"
-        self.tests.append({"role": role, "fitness": cand.fitness, "confirmed": cand.confirmed,
-                           "confirmed_se": cand.confirmed_se,
+        self.tests.append({"role": role, "fitness": cand.fitness, "reeval": cand.reeval,
+                           "reeval_se": cand.reeval_se,
                            "island": cand.island,
                            "generation": cand.generation, "kind": cand.kind, **res,
                            "passed": passes(res, self.cfg.fitness_target),
@@ -83,9 +92,9 @@ class TestLane:
         log.info("%s of island %d's %s (generation %d, training fitness %.1f, "
                  "re-evaluated %s): mean %.1f over %d episodes%s", role + " test", cand.island,
                  cand.kind, cand.generation, cand.fitness,
-                 "-" if cand.confirmed is None else f"{cand.confirmed:.1f}",
+                 "-" if cand.reeval is None else f"{cand.reeval:.1f}",
                  res["mean"], res["episodes"],
-                 " (screened out)" if res.get("screened_out") else "")
+                 " (stopped early)" if stopped_early(res) else "")
         return self.validation.record(kind, cand, res)
 
     def finish(self, hof, found_at: Callable[[int, int], dict[str, float]]) -> None:
@@ -104,18 +113,18 @@ class TestLane:
                            int(hof.generation), hof.obs_stats,
                            found_at=found_at(int(hof.island), int(hof.generation)))
             if v.untested(hc):
-                self._wait("test", hc, screen=False)
+                self._wait("test", hc, stop_early=False)
                 if v.awaiting is not None:
                     self._wait("retest", hc)
         chosen = v.solution()
         if chosen is not None and chosen.retest is None and v.retest_episodes > 0:
-            self._wait("retest", chosen.cand, screen=False)
+            self._wait("retest", chosen.cand, stop_early=False)
 
-    def _wait(self, kind: str, cand: Candidate, screen: bool = True, ref=None) -> None:
+    def _wait(self, kind: str, cand: Candidate, stop_early: bool = True, ref=None) -> None:
         """Run (or wait for ``ref``, already running) one test at the end of the run; a
         failure goes into the summary's errors."""
         try:
-            ref = self._submit(kind, cand, screen) if ref is None else ref
+            ref = self._submit(kind, cand, stop_early) if ref is None else ref
             self.record(kind, cand, self.rt.get(ref, timeout=600), final=True)
         except (CallLost, CallFailed, TimeoutError) as e:
             role = "confirmation test" if kind == "retest" else "test"

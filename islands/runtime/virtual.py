@@ -310,14 +310,14 @@ class VirtualArchipelago:
 
         return self._event(self.coordinator_free + self.cluster.latency_s, work=work)
 
-    def test(self, kind: str, cand: Candidate, n: int, screen: bool = True) -> Event:
+    def test(self, kind: str, cand: Candidate, n: int, stop_early: bool = True) -> Event:
         """On one core of speed 1 (the head's tester), computed now."""
-        from ..evaluate import screened_test
+        from ..evaluate import sequential_test
 
         spec, seed = self.cfg.test_call(kind, n)
         t0 = time.perf_counter()
-        res = screened_test(spec, cand.params, cand.obs_stats, seed,
-                            self.cfg.fitness_target if screen else None)
+        res = sequential_test(spec, cand.params, cand.obs_stats, seed,
+                              self.cfg.fitness_target if stop_early else None)
         self.compute_s += time.perf_counter() - t0
         seconds = float(res.get("env_steps", 0)) * self.s_per_step
         return self._event(self.now + seconds + 2 * self.cluster.latency_s, res)

@@ -1,14 +1,17 @@
-"""Candidate confirmation: an island re-evaluates its would-be candidates before it offers them.
+"""Candidate re-evaluation: an island re-evaluates its would-be candidates before it offers them.
 
 Once the best sample of a call reaches the island's candidate threshold, the island offers
 that sample and its search center (:class:`~islands.messages.CandidateOffer`), each
-re-evaluated on ``spec.confirm_episodes`` fresh training episodes where that is set
-(:class:`Confirmation`, an after-call hook: :mod:`islands.island.hooks`). A best sample won
-among ``popsize`` evaluations on the same few episodes, so its training fitness is biased
-upwards -- the winner's curse of selection under noise; most such winners fail a test. The
-island re-evaluates them itself (two genomes, a few episodes), so the tester -- whose screen
-alone takes 20 episodes, on CPU the islands share -- only sees genomes that held up (the
-candidate queue drops offers whose re-evaluation is below the target).
+re-evaluated on ``spec.run.reeval_episodes`` fresh training episodes where that is set
+(``--confirm-episodes``; :class:`Reevaluation`, an after-call hook:
+:mod:`islands.island.hooks`). A best sample won among ``popsize`` evaluations on the same
+few episodes, so its training fitness is biased upwards -- the winner's curse of selection
+under noise; most such winners fail a test. The island re-evaluates them itself (two
+genomes, a few episodes), so the tester -- whose sequential test takes at least 20 episodes,
+on CPU the islands share -- only sees genomes that held up (the candidate queue drops offers
+whose re-evaluation is below the target). "Confirmed" is the tester's word, not this
+module's: a genome whose test passed and then its retest on other fresh test episodes
+(:mod:`islands.candidates`).
 
 Re-evaluations (these and the ranking probes of :mod:`islands.island.resampling`) run on a
 :class:`Reevaluator`: an evaluator per episode count, of its own, so the training episode
@@ -23,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..messages import CandidateOffer
-from ..seeds import confirm_seed
+from ..seeds import reeval_seed
 from .hooks import Call, Elite, Hook
 
 
@@ -57,7 +60,7 @@ class Reevaluator:
         self.evaluators = {}
 
 
-class Confirmation(Hook):
+class Reevaluation(Hook):
     """After a call that wants offers: the offers of its best sample and the search center
     once the sample's own returns (not a reward-shifted fitness) reached the island's
     ``candidate_threshold`` (None: never),
@@ -85,18 +88,18 @@ class Confirmation(Hook):
         n = self.episodes
         if n <= 0 or island.reevaluator is None:
             return offers
-        means, ses = self.confirm(island, np.stack([o.params for o in offers]), n)
-        return [dataclasses.replace(o, confirmed=float(m), confirmed_se=float(e),
-                                    confirm_episodes=n)
+        means, ses = self.measure(island, np.stack([o.params for o in offers]), n)
+        return [dataclasses.replace(o, reeval=float(m), reeval_se=float(e),
+                                    reeval_episodes=n)
                 for o, m, e in zip(offers, means, ses, strict=True)]
 
     @staticmethod
-    def confirm(island, X: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def measure(island, X: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Mean returns of the rows of ``X`` over ``n`` fresh training episodes and their
         standard errors (infinite for a single episode: nothing known)."""
-        R = island.reevaluate(X, n, confirm_seed(island.run_seed, island.index,
-                                                 island.generation), shifted=False)
-        island.counters.confirmations += len(X)
+        R = island.reevaluate(X, n, reeval_seed(island.run_seed, island.index,
+                                                island.generation), shifted=False)
+        island.counters.reevaluations += len(X)
         mean = R.mean(axis=1)
         se = (R.std(axis=1, ddof=1) / np.sqrt(R.shape[1]) if R.shape[1] > 1
               else np.full(len(X), np.inf))
