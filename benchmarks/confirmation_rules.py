@@ -26,6 +26,7 @@ import json
 import statistics
 import sys
 
+from islands.candidates import stopped_early  # also the older files' "screened_out"
 from islands.output import benchmarking as bench
 
 
@@ -47,7 +48,7 @@ def first_pass(run: dict, target: float, margin: float = 0.0) -> dict | None:
     its re-test (its confirmation) and cost; None when no test got there."""
     tests = run["tests"]
     for k, t in enumerate(tests):
-        if t["role"] == "selecting" and not t.get("screened_out") and \
+        if t["role"] == "selecting" and not stopped_early(t) and \
                 t["mean"] >= target + margin:
             re = _retest_of(tests, k)
             ep, tester = _cost(tests, k + (re is not None))
@@ -60,7 +61,7 @@ def confirmed(run: dict, target: float) -> dict | None:
     """The new rule: the first confirmation at or above the target; the audit re-tests it."""
     tests = run["tests"]
     for k, t in enumerate(tests):
-        if t["role"] == "confirmation" and not t.get("screened_out") and t["mean"] >= target:
+        if t["role"] == "confirmation" and not stopped_early(t) and t["mean"] >= target:
             ep, tester = _cost(tests, k)
             return {"retest": run.get("audit_mean"), "episodes": ep,
                     "tester_episodes": tester, "kind": t["kind"]}

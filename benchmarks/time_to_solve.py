@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from islands.candidates import stopped_early
 from islands.output import benchmarking as bench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,9 +81,9 @@ def run_seed(env: str, islands: int, seed: int, extra: list[str], out: Path,
             "episodes_to_solve": s.get("episodes_to_solve"),
             "env_steps_to_solve": s.get("env_steps_to_solve"), "test_mean": s["test_mean"],
             "confirmation_mean": s.get("confirmation_mean"),
-            "tests": [{k: t.get(k) for k in ("role", "kind", "mean", "episodes", "passed",
-                                             "found_at", "wall_s", "screened_out")}
-                      for t in s.get("tests", [])],
+            "tests": [{**{k: t.get(k) for k in ("role", "kind", "mean", "episodes", "passed",
+                                                "found_at", "wall_s")},
+                       "stopped_early": stopped_early(t)} for t in s.get("tests", [])],
             "total_evals": s["total_evals"], "total_episodes": s.get("total_episodes"),
             "stop_reason": s["stop_reason"]}
 
