@@ -952,6 +952,41 @@ def test_islands_vs_one_says_when_only_the_log_rank_test_separates_the_shapes():
     assert "own size" not in task_answer("X", pd.DataFrame([islands, one, two]))
 
 
+def test_islands_vs_one_compares_arms_of_unequal_seed_sets_on_the_seeds_both_ran():
+    from islands.experiment import stats
+    from islands.experiment.reports.islands_vs_one import compare, task_answer
+
+    def arm(shape, seeds, spent):
+        runs = pd.DataFrame({"seed": seeds, "episodes_used": spent,
+                             "solved": [True] * len(seeds)})
+        return {"k": 4, "shape": shape, "_runs": runs,
+                "_km": stats.kaplan_meier(runs["episodes_used"], runs["solved"])}
+
+    # the islands ran seeds 0-9; one population only 0-4, on which it was as fast as the
+    # islands, and the islands' lucky seeds 5-9 would otherwise make them look 2x faster
+    islands = arm("islands", list(range(10)), [1000, 1100, 1200, 1300, 1400] + [100] * 5)
+    one = arm("one", list(range(5)), [1000, 1100, 1200, 1300, 1400])
+    c = compare(pd.Series(islands), pd.Series(one))
+    assert (c["seeds"], c["unshared"]) == (5, 5)
+    assert c["ratio"] == 1.0 and c["p"] > 0.5  # the same five runs on both sides
+    assert (c["paired"].pairs, c["paired"].a_first, c["paired"].b_first) == (5, 0, 0)
+    all_runs = islands["_km"].median / one["_km"].median  # what pooling unpaired would say
+    assert all_runs < 0.6
+    text = task_answer("X", pd.DataFrame([islands, one]))
+    assert "1x the episodes of one population on the 5 seeds both ran (5 other runs left " \
+           "out)" in text and "no difference shown" in text, text
+    # the log-rank test separates two arms, the seed-by-seed sign test does not: said so
+    # (seed by seed the islands are first on 4 of 12, behind on 8: sign test p = 0.39)
+    slow = arm("islands", list(range(12)), [200, 500, 700, 1400, 2600, 2800, 3000, 3300,
+                                            3500, 3600, 3700, 3800])
+    fast = arm("one", list(range(12)), [2050, 850, 950, 2250, 250, 450, 1450, 2650, 3350,
+                                        2350, 1050, 1550])
+    c = compare(pd.Series(slow), pd.Series(fast))
+    assert c["p"] < 0.05 and c["paired"].sign_p > 0.05 and not c["apart"], c
+    assert "no difference shown seed by seed at k = 4" in task_answer(
+        "X", pd.DataFrame([slow, fast]))
+
+
 def test_virtual_time_report_pairs_each_configuration_real_against_virtual(tmp_path):
     grid = {"islands": [2, 4], "arm": ["real", "virtual"]}
     trials = [(f"t{k}-{arm}-{s}", {"islands": k, "arm": arm}, s)
