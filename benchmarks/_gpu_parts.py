@@ -294,7 +294,12 @@ def _island_cmd(s: Suite, device: str, run_dir: Path) -> list[str]:
             "--seed", "0", "--time-budget", str(s.sizes.island_budget_s),
             "--generations", str(s.sizes.island_generations),
             "--test-episodes", str(s.sizes.island_test_episodes),
-            "--dashboard", "off", "--quiet", "on", "--tensorboard", "off"]
+            "--dashboard", "off", "--quiet", "on", "--tensorboard", "off", *_join(s)]
+
+
+def _join(s: Suite) -> list[str]:
+    """The launcher flags that join the suite's ``--address`` Ray (none: its own Ray)."""
+    return [] if s.args.address is None else ["--address", s.args.address]
 
 
 def _island_run(s: Suite, device: str) -> dict:
@@ -318,7 +323,8 @@ def _island_run(s: Suite, device: str) -> dict:
 
 
 def _spawn(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    """``cmd`` in the repository root, without RAY_ADDRESS (it starts its own Ray)."""
+    """``cmd`` in the repository root, without RAY_ADDRESS (it starts its own Ray, or joins
+    the one its flags name)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
@@ -336,12 +342,13 @@ def _child(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
 
 # ---- archipelago_scaling -------------------------------------------------------------------
 def part_archipelago_scaling(s: Suite, fig: dict) -> None:
-    """Island counts up to this machine's cores, one Ray in a child process."""
+    """Island counts up to this machine's cores, one Ray in a child process (or the
+    ``--address`` Ray, joined by the child)."""
     cores = os.cpu_count() or 1
     counts = [n for n in s.sizes.scaling_counts if n <= cores]
     secs = s.sizes.scaling_seconds
     code = ("from benchmarks._gpu_parts import scaling_child; "  # cwd: the repository root
-            f"scaling_child({counts!r}, {secs!r}, {cores})")
+            f"scaling_child({counts!r}, {secs!r}, {cores}, {s.args.address!r})")
     proc = _child([sys.executable, "-c", code], timeout=len(counts) * (secs + 120) + 120)
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
     one = rows[0]["steps_per_s"]
@@ -351,14 +358,19 @@ def part_archipelago_scaling(s: Suite, fig: dict) -> None:
                not_run=[n for n in s.sizes.scaling_counts if n > cores])
 
 
-def scaling_child(counts: list[int], seconds: float, cpus: int) -> None:
-    """In the child process: one local Ray, ``throughput`` per island count, a JSON line."""
+def scaling_child(counts: list[int], seconds: float, cpus: int,
+                  address: str | None = None) -> None:
+    """In the child process: one local Ray (or the one at ``address``, joined),
+    ``throughput`` per island count, a JSON line."""
     import ray
 
     from . import archipelago_scaling as scaling  # imports Ray: only here (a package child)
 
-    ray.init(address="local", num_cpus=max(cpus, *counts), include_dashboard=False,
-             object_store_memory=500 * 1024**2, log_to_driver=False)
+    if address is None:
+        ray.init(address="local", num_cpus=max(cpus, *counts), include_dashboard=False,
+                 object_store_memory=500 * 1024**2, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
     try:
         rows = [scaling.throughput(SCALING_ENV, n, seconds, seed=0) for n in counts]
     finally:
@@ -406,7 +418,7 @@ def part_humanoid(s: Suite, fig: dict) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
     cmd = [sys.executable, "-m", "islands.launch", "--env", "Humanoid-v4", "--strategy",
            "ars-nt", *s.sizes.humanoid, "--out", str(run_dir), "--seed", "0",
-           "--dashboard", "off", "--quiet", "on", "--tensorboard", "off"]
+           "--dashboard", "off", "--quiet", "on", "--tensorboard", "off", *_join(s)]
     proc = _child(cmd, timeout=900)
     sm = json.loads((run_dir / "summary.json").read_text())
     row = {"islands": len(sm["generations"]), "backends": sm.get("backends"),

@@ -122,6 +122,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "recorded as skipped")
     bench.add_seconds(ap, None, "soft time budget: parts that would start after it are "
                       "skipped (default: none)", old=("--budget-s",))
+    ap.add_argument("--address", default=None, metavar="HOST:PORT",
+                    help="the parts that run on Ray (nt_island, archipelago_scaling, "
+                    "humanoid) join this running Ray instead of starting one each (default: "
+                    "their own; archipelago_scaling's islands, a CPU each, must fit its CPUs)")
     ap.add_argument("--humanoid-seconds", type=float, default=None, metavar="S",
                     help="the humanoid run's time budget (default: 540 at full size), to fit "
                     "the device time a session has left")

@@ -137,18 +137,22 @@ RUN_ARGS = ("--islands", "2", "--env", "CartPole-v1", "--strategy", "cmaes,opena
             "--checkpoint-interval", "2", "--seed", "5", "--quiet", "--dashboard", "off")
 
 
-def _launch(*args):
-    return subprocess.Popen([sys.executable, "-m", "islands.launch", *args], cwd=ROOT,
-                            env=subprocess_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def _joining(ray) -> tuple[list[str], dict[str, str]]:
+    """Launcher flags and environment that join the test session's Ray (a cluster's
+    driver, as a user's on a cluster: no Ray start of its own, which the embedded runs of
+    test_launch.py cover), with its token (ray-notes: an explicit address)."""
+    return (["--address", ray.get_runtime_context().gcs_address],
+            {**subprocess_env(), "RAY_AUTH_MODE": "token"})
 
 
-@pytest.mark.own_ray
-def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
+def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path, ray_session):
     from islands.persistence import plainstate
 
+    join, env = _joining(ray_session)
     out = tmp_path / "run"
-    proc = _launch(*RUN_ARGS, "--out", str(out))
+    proc = subprocess.Popen([sys.executable, "-m", "islands.launch", *RUN_ARGS, *join,
+                             "--out", str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     ck = out / "checkpoints"
     deadline = time.monotonic() + 180
     while not ((ck / "island-01.npz").exists() and (ck / "coordinator.npz").exists()):
@@ -179,8 +183,8 @@ def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path):
     before_move = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*"))
     budget = int(summary["total_episodes"]) + 40
     res = subprocess.run([sys.executable, "-m", "islands.launch", "--resume", str(moved),
-                          "--max-episodes", str(budget)], cwd=tmp_path,
-                         env=subprocess_env(), capture_output=True, text=True, timeout=240)
+                          "--max-episodes", str(budget), *join], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stderr[-3000:]
     assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == before_move
     s2 = json.loads((moved / "summary.json").read_text())

@@ -1,7 +1,7 @@
 """benchmarks/gpu_suite.py end to end: the quick CPU suite in subprocesses, its parts that
-start Rays of their own (one after another: the island runs, the scaling run) apart from
-those that run in its process, their gpu.json / gpu.md outcomes, and the one-line exit 2 on
-a bad flag. Never asserts wall-clock times."""
+run on Ray (the island runs, the scaling run: joining the session's Ray, ``--address``)
+apart from those that run in its process, their gpu.json / gpu.md outcomes, and the one-line
+exit 2 on a bad flag. Never asserts wall-clock times."""
 
 from __future__ import annotations
 
@@ -20,21 +20,25 @@ MAY_SKIP = {"pong", "pytest_gpu"}  # CUDA only
 
 
 def _suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SUITE), *args], cwd=ROOT, env=subprocess_env(),
+    env = subprocess_env()
+    if "--address" in args:  # ray-notes: a Ray joined at an explicit address wants its token
+        env["RAY_AUTH_MODE"] = "token"
+    return subprocess.run([sys.executable, str(SUITE), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
-# The parts that start Rays (through the launcher) run as an own_ray test, one Ray after
-# another; the others (torch and MuJoCo Warp in the suite's process) beside the Ray tests.
+# The parts that run on Ray (through the launcher) join the session's Ray (--address: one
+# Ray start instead of three, each 10-20 s of the Ray worker's critical path); the others
+# (torch and MuJoCo Warp in the suite's process) run beside the Ray tests.
 RAY_PARTS = ["nt_island", "archipelago_scaling", "humanoid"]
 TORCH_PARTS = [p for p in PARTS if p not in RAY_PARTS]
 
 
-def _quick(out, parts: list[str]) -> dict:
-    # about 1.5 minutes (Ray parts) and 20 s (the others) on an idle 2-core machine; the
-    # cap is for a hung suite only
+def _quick(out, parts: list[str], *extra: str) -> dict:
+    # about 1 minute (Ray parts) and 20 s (the others) on an idle 2-core machine; the cap is
+    # for a hung suite only
     proc = _suite("--device", "cpu", "--quick", "--out", str(out), "--parts", ",".join(parts),
-                  timeout=840)
+                  *extra, timeout=840)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     rec = json.loads((out / "gpu.json").read_text())
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == rec  # the last line is gpu.json
@@ -53,8 +57,9 @@ def _quick(out, parts: list[str]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def ray_parts(tmp_path_factory):
-    return _quick(tmp_path_factory.mktemp("gpu-suite-ray"), RAY_PARTS)
+def ray_parts(tmp_path_factory, ray_session):
+    address = ray_session.get_runtime_context().gcs_address
+    return _quick(tmp_path_factory.mktemp("gpu-suite-ray"), RAY_PARTS, "--address", address)
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +85,12 @@ def test_quick_suite_figures_of_its_in_process_parts(torch_parts):
     assert all(r["steps_per_s"] > 0 and r["x_envpool"] > 0 for r in mujoco), mujoco
 
 
-@pytest.mark.own_ray
 @pytest.mark.slow
 def test_quick_suite_figures_of_its_ray_parts(ray_parts):
     parts = ray_parts["parts"]
     island = parts["nt_island"]["rows"]
     assert [r["device"] for r in island] == ["cpu"] and island[0]["backend"] == "torch"
+    assert "--address" in island[0]["command"]  # it joined the session's Ray
     assert island[0]["env_steps"] > 0 and island[0]["solved"] is True
     scaling = parts["archipelago_scaling"]["rows"]
     assert [r["islands"] for r in scaling] == [1, 2]
@@ -100,6 +105,7 @@ def test_quick_suite_figures_of_its_ray_parts(ray_parts):
     assert 0 < scaling[1]["efficiency"] == pytest.approx(two / (2 * one)), scaling
     hum = parts["humanoid"]["rows"][0]  # the launcher's smoke run: one ars-nt island
     assert hum["backends"] == ["torch"] and hum["generations"] == 2 and hum["env_steps"] > 0
+    assert "--address" in parts["humanoid"]["command"]
 
 
 def test_an_unknown_part_exits_2_with_one_line(tmp_path):
