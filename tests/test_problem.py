@@ -249,7 +249,7 @@ def _solved_on_target(s: dict, target: float, minimize: bool) -> None:
     assert obj["target"] == target and s["target"] == target
     reached = (lambda v: v <= target) if minimize else (lambda v: v >= target)
     assert reached(obj["best"]) and reached(obj["test"]), obj
-    assert [t["passed"] for t in s["tests"]][-1] and not s["tests"][-1].get("screened_out")
+    assert [t["passed"] for t in s["tests"]][-1] and not s["tests"][-1].get("stopped_early")
 
 
 def test_a_cost_target_stops_a_cli_run_and_a_value_target_a_python_one(ray_session,
