@@ -15,6 +15,7 @@ import yaml
 from islands import launch
 from islands.api import execute, prepare
 from islands.persistence.solution import load_solution
+from islands.runtime import virtual
 
 CLUSTER = {  # two node types, one at half speed, and some stragglers
     "cluster_name": "t", "provider": {"type": "aws"}, "max_workers": 3,
@@ -46,7 +47,7 @@ def _run(out, cluster, **kw):
     return summary, metrics
 
 
-def test_a_replay_from_the_seed_cluster_and_calibration_is_identical(tmp_path):
+def test_a_replay_from_the_seed_cluster_and_calibration_is_identical(tmp_path, monkeypatch):
     cluster = _cluster(tmp_path)
     s1, m1 = _run(tmp_path / "a", cluster)  # calibrates on this machine
     cal = tmp_path / "a" / "calibration.json"
@@ -54,6 +55,9 @@ def test_a_replay_from_the_seed_cluster_and_calibration_is_identical(tmp_path):
     assert rec["env"] == "CartPole-v1" and rec["s_per_step"] > 0 and rec["env_steps"] > 0
     assert s1["runtime"] == "virtual" and s1["calibration"] == rec
     assert s1["cluster"]["digest"] and s1["cluster"]["cpus"] == 3
+    # ... and on another number of evaluator threads here (one, against this machine's
+    # cores): the replay is the seed's, cluster file's and calibration's, not this machine's
+    monkeypatch.setattr(virtual, "THREADS", 1 if virtual.THREADS > 1 else 2)
     s2, m2 = _run(tmp_path / "b", cluster, calibration=str(cal))
     # the same events on the same clock: every report, its virtual time and its numbers
     cols = [c for c in m1.columns if c not in REAL]
