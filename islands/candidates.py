@@ -184,7 +184,7 @@ class Validation:
 
     def solution(self) -> Verdict | None:
         """The run's solution: the first confirmed genome, else the best by a full test
-        (screens do not count: their few episodes are not comparable); None when no full
+        (tests stopped early do not count: their few episodes are not comparable); None when no full
         test ran."""
         for t in self.tested:
             if self.confirmed(t):

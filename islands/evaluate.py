@@ -43,7 +43,7 @@ def _episodes(spec: EvalSpec, params, obs_stats, seeds: list[int], num_threads: 
     """Returns and lengths of ``params`` over ``spec.episodes`` episodes: evaluation seed
     ``seeds[k]`` for the k-th chunk of ``chunk`` episodes (one chunk when None), and the env
     steps they took. With ``target``, stops after a chunk (not the last) once the mean so
-    far is more than two standard errors below it (:func:`screened_test`). Each chunk gets
+    far is more than two standard errors below it (:func:`sequential_test`). Each chunk gets
     an evaluator of its own: a reused one would continue its pool's episode streams instead
     of starting the chunk's seed."""
     total = int(spec.episodes)
