@@ -16,7 +16,7 @@ from ray.autoscaler._private.util import (
 )
 
 CLUSTER_DIR = Path(__file__).resolve().parents[1] / "cluster"
-YAMLS = sorted(p for p in CLUSTER_DIR.glob("*.yaml"))
+YAMLS = sorted(p for p in CLUSTER_DIR.rglob("*.yaml"))  # cluster/virtual/ too
 
 
 def _validate(raw: dict) -> dict:
@@ -39,6 +39,26 @@ def _validate(raw: dict) -> dict:
 def test_cluster_dir_has_the_documented_configs():
     names = {p.name for p in YAMLS}
     assert {"gpu.yaml", "cpu.yaml", "local-fake.yaml"} <= names
+
+
+def test_the_virtual_study_clusters_are_their_generators_output(tmp_path):
+    from islands.costmodel import load_cluster
+    from islands.experiment import clusters
+
+    made = clusters.write_all(tmp_path)
+    for p in made:  # committed as generated: nobody edited one by hand
+        assert (CLUSTER_DIR / "virtual" / p.name).read_text() == p.read_text(), p.name
+    for cores in clusters.CORES:
+        plain = load_cluster(CLUSTER_DIR / "virtual" / clusters.name(cores, False))
+        mixed = load_cluster(CLUSTER_DIR / "virtual" / clusters.name(cores, True))
+        workers = [n for n in mixed.nodes if n.cpus > 0]
+        assert plain.cpus == mixed.cpus == cores and plain.straggler_p == 0
+        assert sorted({n.speed for n in workers}) == [0.5, 1.0]
+        assert sum(n.speed < 1 for n in workers) == len(workers) // 2
+        # one node lost per virtual hour across the cluster
+        assert mixed.failures_per_hour * len(workers) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        clusters.cluster_doc(20, False)
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: p.name)
