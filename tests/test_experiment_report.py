@@ -987,6 +987,42 @@ def test_islands_vs_one_compares_arms_of_unequal_seed_sets_on_the_seeds_both_ran
         "X", pd.DataFrame([slow, fast]))
 
 
+def test_cluster_scaling_report_gives_speedup_efficiency_and_the_first_arm(tmp_path):
+    arms = {"islands": {"islands": 2}, "sync": {"islands": 1, "eval_workers": 4}}
+    root = Path(__file__).resolve().parents[1] / "cluster" / "virtual"
+    clusters = {16: str(root / "c16.yaml"), 64: str(root / "c64.yaml")}
+    grid = {"cluster": list(clusters.values()), "arm": list(arms)}
+    seeds = [7000, 7001, 7002]
+    trials = [(f"t{c}-{a}-{s}", {"cluster": path, "arm": a}, s)
+              for c, path in clusters.items() for a in arms for s in seeds]
+    exp = make_experiment(tmp_path / "cs", "cluster-scaling", grid, seeds, trials,
+                          base={"env": "CartPole-v1", "runtime": "virtual"})
+    meta = json.loads((exp / names.EXPERIMENT_JSON).read_text())
+    meta["spec"]["arms"] = arms
+    (exp / names.EXPERIMENT_JSON).write_text(json.dumps(meta))
+    # virtual seconds to solve: islands 100 s at 16 cores, 30 s at 64 (speedup 3.33,
+    # efficiency 0.83); the synchronous arm 200 s and 100 s (efficiency 0.5)
+    at = {("islands", 16): 100.0, ("islands", 64): 30.0, ("sync", 16): 200.0,
+          ("sync", 64): 100.0}
+    for trial, params, seed in trials:
+        cores = next(c for c, p in clusters.items() if p == params["cluster"])
+        wall = at[params["arm"], cores] + (seed - 7001)  # medians: the middle seed's
+        solved_run(exp, trial, seed, params,
+                   {"env": "CartPole-v1", "runtime": "virtual", **arms[params["arm"]]},
+                   wall=wall, evals=1000, test=500.0, runtime="virtual",
+                   cluster={"cpus": cores, "described": f"x worker: {cores} CPUs",
+                            "straggler": {"p": 0.0}, "failures_per_hour": 0.0})
+    text = write_report(exp).read_text()
+    assert "## Time to solve on virtual clusters" in text and "### CartPole-v1" in text
+    assert re.search(r"\| homogeneous \| 64 \| islands \| 3/3 \| 30 \[[^|]*\| 0\.533\d* \|"
+                     r"[^|]*\| 3\.33\d* \| 0\.833\d* \|", text), text
+    assert re.search(r"\| homogeneous \| 64 \| sync \| 3/3 \| 100 \[[^|]*\|[^|]*\|[^|]*\| "
+                     r"2 \| 0\.5 \|", text), text
+    assert ("**CartPole-v1: efficiency >= 0.7 at 64 cores for islands.** 16 cores "
+            "(homogeneous): islands first, median 100 s, 2x faster than sync") in text
+    assert "64 cores (homogeneous): islands first, median 30 s, 3.33x faster than sync" in text
+
+
 def test_virtual_time_report_pairs_each_configuration_real_against_virtual(tmp_path):
     grid = {"islands": [2, 4], "arm": ["real", "virtual"]}
     trials = [(f"t{k}-{arm}-{s}", {"islands": k, "arm": arm}, s)

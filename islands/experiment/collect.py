@@ -41,8 +41,11 @@ from .names import EXPERIMENT_JSON, RUNS_DIR, TRIAL_JSON, TUNE_DIR
 # upwards); ``confirmation_mean``: its re-test on fresh episodes (unbiased); ``confirmed``:
 # True / False, None for a run solved without one (``solved_of``); ``solved_at_total``: a
 # solved run without a count to solve, its *_used at its totals (an upper bound).
+# ``cluster_cpus`` / ``cluster_mixed``: a virtual run's cluster file, its CPUs and whether
+# its nodes differ (speeds, stragglers, failures).
 RUN_COLUMNS = (
-    "status", "reason", "runtime", "env", "target", "strategy", "policy", "hidden", "islands",
+    "status", "reason", "runtime", "cluster_cpus", "cluster_mixed", "env", "target",
+    "strategy", "policy", "hidden", "islands",
     "popsize", "episodes", "num_params", "solved", "confirmed", "test_mean",
     "confirmation_mean", "best_fitness",
     "evals_to_solve", "episodes_to_solve", "env_steps_to_solve", "wall_to_solve",
@@ -177,13 +180,25 @@ def _run_columns(summary: dict[str, Any], cfg: dict[str, Any],
     for k in _TOTALS:
         seen = float(last[k].iloc[0]) if len(last) and k in last else math.nan
         row[k] = _num(summary[k]) if k in summary else seen
-    row |= _metric_stats(metrics)
+    row |= _metric_stats(metrics) | _cluster(summary)
     row["env_steps_per_s"] = (row["total_env_steps"] / row["wall_s"]
                               if row["wall_s"] > 0 else math.nan)
     islands = _num(row["islands"])
     row["evals_per_s_island"] = (row["total_evals"] / row["wall_s"] / islands
                                  if row["wall_s"] > 0 and islands > 0 else math.nan)
     return row  # *_used, solved_at_total: cells.complete, over the whole table
+
+
+def _cluster(summary: dict[str, Any]) -> dict[str, Any]:
+    """A virtual run's cluster: its CPUs, and whether its nodes differ (speeds, stragglers,
+    failures); NaN / None for a run on Ray (its machine is in ``machines``)."""
+    c = summary.get("cluster") or {}
+    if not c:
+        return {"cluster_cpus": math.nan, "cluster_mixed": None}
+    strag = (c.get("straggler") or {}).get("p") or 0
+    mixed = "speed" in str(c.get("described", "")) or strag > 0 or (
+        c.get("failures_per_hour") or 0) > 0
+    return {"cluster_cpus": _num(c.get("cpus")), "cluster_mixed": bool(mixed)}
 
 
 def _tune_error(exp: Path, trial: str) -> str:

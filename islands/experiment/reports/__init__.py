@@ -22,6 +22,8 @@ section 8), one module per question:
   larger, per task (:mod:`.islands_vs_one`).
 - ``virtual-time``: the virtual clock's time to solve against real runs of the same
   configurations and seeds (:mod:`.virtual_time`).
+- ``cluster-scaling``: virtual time to solve on clusters of 16 to 1,024 cores, speedup and
+  efficiency per arm, the arm that solves first (:mod:`.cluster_scaling`).
 
 An answer says "no difference shown" where intervals overlap or a cell has fewer than
 :data:`.common.MIN_RUNS` runs. Works on a partial experiment (missing trials are listed).
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from ..names import REPORT_MD
 from ..store import load
+from .cluster_scaling import cluster_scaling_report
 from .common import Context, config_appendix, header
 from .generic import generic_report
 from .islands_vs_one import islands_vs_one_report
@@ -56,6 +59,7 @@ REPORTS: dict[str, Callable[[Context], list[str]]] = {
     "mujoco": mujoco_report,
     "islands-vs-one": islands_vs_one_report,
     "virtual-time": virtual_time_report,
+    "cluster-scaling": cluster_scaling_report,
 }
 
 
