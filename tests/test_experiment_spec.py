@@ -20,19 +20,23 @@ from islands.experiment.spec import check_trials, trial_config
 
 EXPERIMENTS = ROOT / "experiments"
 FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco",
-         "islands-vs-one", "mujoco-long", "humanoid", "virtual-time", "virtual-time-straggler")
+         "islands-vs-one", "mujoco-long", "humanoid", "virtual-time", "virtual-time-straggler",
+         "virtual-time-hopper", "virtual-time-hopper-straggler")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
                "neuromod-vs-cmaes": 10, "mujoco": 25, "islands-vs-one": 180, "mujoco-long": 10,
                "humanoid": 1, "virtual-time": 60,
-               "virtual-time-straggler": 20}
+               "virtual-time-straggler": 20, "virtual-time-hopper": 60,
+               "virtual-time-hopper-straggler": 20}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
 EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
 # ... and at an episode budget (MuJoCo: ARS counts episodes)
 EPISODE_BUDGETED = ("mujoco", "islands-vs-one", "mujoco-long", "humanoid", "virtual-time",
-                    "virtual-time-straggler")
+                    "virtual-time-straggler", "virtual-time-hopper",
+                    "virtual-time-hopper-straggler")
 # files that share another's report kind
 SHARED_REPORT = {"mujoco-long": "mujoco", "humanoid": "mujoco",
-                 "virtual-time-straggler": "virtual-time"}
+                 "virtual-time-straggler": "virtual-time", "virtual-time-hopper": "virtual-time",
+                 "virtual-time-hopper-straggler": "virtual-time"}
 
 MERGE_YAML = """\
 name: merge
@@ -181,7 +185,7 @@ BAD = [
      "name must be letters, digits, '.', '_' or '-', got 'a b'"),
     (OK + "report: pongg\n", "smoke", "unknown report 'pongg' (did you mean 'pong'?); "
      "allowed: generic, network-scaling, bipedal, pong, worker-scaling, neuromod-vs-cmaes, mujoco, "
-     "islands-vs-one, virtual-time"),
+     "islands-vs-one, virtual-time, cluster-scaling"),
     ("name: x\nseeds: [0]\nscales: {smoke: {}, laptop: {}, cluster: {}}\n", "huge",
      "unknown scale 'huge'; this experiment has smoke, laptop, cluster"),
     ("name: x\nseeds: [0]\n", "laptop", "unknown scale 'laptop'; this experiment has no scales"),
