@@ -14,6 +14,7 @@ import yaml
 
 from islands import launch
 from islands.api import execute, prepare
+from islands.config import ConfigError
 from islands.persistence.solution import load_solution
 from islands.runtime import virtual
 
@@ -226,3 +227,11 @@ def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
     s, _ = _run(tmp_path / "run", _cluster(tmp_path), calibration=str(out))
     assert s["calibration"] == rec  # used as measured, not measured again
     assert json.loads((tmp_path / "run" / "calibration.json").read_text()) == rec
+    # a directory of calibrations: each run takes its env's (one study, many tasks)
+    study = tmp_path / "calibrations"
+    study.mkdir()
+    (study / "calibration-CartPole-v1.json").write_text(out.read_text())
+    assert calibration.load(study, "CartPole-v1") == rec
+    with pytest.raises(ConfigError, match=r"calibration-Hopper-v4\.json is not a calibration "
+                                          r"file \(FileNotFoundError\)"):
+        calibration.load(study, "Hopper-v4")

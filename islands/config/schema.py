@@ -291,8 +291,9 @@ class Config:
         metavar="FILE")
     calibration: str | None = _opt(
         None, "--runtime virtual: seconds per env step from this calibration.json (an "
-        "earlier run's, for a replay); default: measured on this machine at the start",
-        metavar="FILE")
+        "earlier run's, for a replay), or from DIR/calibration-<env>.json (one directory "
+        "for a study's tasks); default: measured on this machine at the start",
+        metavar="FILE|DIR")
     eval_workers: int | None = _opt(
         None, "--runtime virtual: a synchronous population (OpenAI ES's and EvoTorch's "
         "Ray-actor shape): each island's population evaluated by N one-CPU workers across "

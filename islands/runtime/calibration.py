@@ -66,8 +66,17 @@ def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float) -> dic
                 timespec="seconds")}
 
 
+def file_for(path: str | Path, env: str) -> Path:
+    """``path`` itself, or where ``path`` is a directory, its ``calibration-<env>.json``
+    (``python -m islands.runtime.calibration ENV DIR/calibration-ENV.json`` writes it)."""
+    path = Path(path)
+    return path / f"calibration-{env.replace('/', '_')}.json" if path.is_dir() else path
+
+
 def load(path: str | Path, env: str) -> dict[str, Any]:
-    """A stored calibration, checked to be one of ``env``'s; ConfigError with one line."""
+    """A stored calibration (a file, or a directory's file for ``env``: :func:`file_for`),
+    checked to be one of ``env``'s; ConfigError with one line."""
+    path = file_for(path, env)
     try:
         rec = json.loads(Path(path).read_text())
         s = float(rec["s_per_step"])
