@@ -109,6 +109,14 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
+def joining(ray) -> tuple[list[str], dict[str, str]]:
+    """Launcher flags and environment with which a subprocess joins the session's Ray (no
+    Ray start of its own): its GCS address, and the token an explicit address needs
+    (ray-notes)."""
+    return (["--address", ray.get_runtime_context().gcs_address],
+            {**subprocess_env(), "RAY_AUTH_MODE": "token"})
+
+
 def run_cluster_script(name: str, timeout: float = 600) -> dict:
     """Run ``tests/<name>`` (a script with a Ray cluster of its own) and return its JSON
     line: the last one that starts with ``{"stop_reason"`` (Ray may print its own lines,

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, joining, subprocess_env
 
 from islands.persistence.storage import CHECKPOINT_FORMAT, Storage
 
@@ -137,18 +137,11 @@ RUN_ARGS = ("--islands", "2", "--env", "CartPole-v1", "--strategy", "cmaes,opena
             "--checkpoint-interval", "2", "--seed", "5", "--quiet", "--dashboard", "off")
 
 
-def _joining(ray) -> tuple[list[str], dict[str, str]]:
-    """Launcher flags and environment that join the test session's Ray (a cluster's
-    driver, as a user's on a cluster: no Ray start of its own, which the embedded runs of
-    test_launch.py cover), with its token (ray-notes: an explicit address)."""
-    return (["--address", ray.get_runtime_context().gcs_address],
-            {**subprocess_env(), "RAY_AUTH_MODE": "token"})
-
-
 def test_sigint_writes_a_final_checkpoint_and_resume_continues(tmp_path, ray_session):
     from islands.persistence import plainstate
 
-    join, env = _joining(ray_session)
+    # a cluster's driver, as a user's on a cluster (the embedded start: test_launch.py)
+    join, env = joining(ray_session)
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "islands.launch", *RUN_ARGS, *join,
                              "--out", str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import subprocess_env
+from conftest import joining
 
 from islands.experiment import cli
 from islands.experiment.names import CURVES, EXPERIMENT_JSON, REPORT_MD, RESULTS, RUNS_DIR
@@ -56,10 +56,9 @@ def _driver(*args: str) -> subprocess.Popen:
     Ray (no second Ray): Tune's driver in its own process, so it can be interrupted."""
     import ray
 
-    env = {**subprocess_env(), "RAY_AUTH_MODE": "token"}  # ray-notes: explicit address
+    join, env = joining(ray)
     return subprocess.Popen(
-        [sys.executable, "-m", "islands.experiment", *args, "--address",
-         ray.get_runtime_context().gcs_address], cwd=ROOT, env=env, text=True,
+        [sys.executable, "-m", "islands.experiment", *args, *join], cwd=ROOT, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 

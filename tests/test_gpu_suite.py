@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, joining, subprocess_env
 
 SUITE = ROOT / "benchmarks" / "gpu_suite.py"
 PARTS = ["cartpole", "snake", "pong", "noise_table", "nt_island", "archipelago_scaling",
@@ -19,12 +19,11 @@ PARTS = ["cartpole", "snake", "pong", "noise_table", "nt_island", "archipelago_s
 MAY_SKIP = {"pong", "pytest_gpu"}  # CUDA only
 
 
-def _suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = subprocess_env()
-    if "--address" in args:  # ray-notes: a Ray joined at an explicit address wants its token
-        env["RAY_AUTH_MODE"] = "token"
-    return subprocess.run([sys.executable, str(SUITE), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def _suite(*args: str, timeout: float = 300, env: dict | None = None
+           ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SUITE), *args], cwd=ROOT,
+                          env=env or subprocess_env(), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 # The parts that run on Ray (through the launcher) join the session's Ray (--address: one
@@ -34,11 +33,11 @@ RAY_PARTS = ["nt_island", "archipelago_scaling", "humanoid"]
 TORCH_PARTS = [p for p in PARTS if p not in RAY_PARTS]
 
 
-def _quick(out, parts: list[str], *extra: str) -> dict:
+def _quick(out, parts: list[str], *extra: str, env: dict | None = None) -> dict:
     # about 1 minute (Ray parts) and 20 s (the others) on an idle 2-core machine; the cap is
     # for a hung suite only
     proc = _suite("--device", "cpu", "--quick", "--out", str(out), "--parts", ",".join(parts),
-                  *extra, timeout=840)
+                  *extra, timeout=840, env=env)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     rec = json.loads((out / "gpu.json").read_text())
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == rec  # the last line is gpu.json
@@ -58,8 +57,8 @@ def _quick(out, parts: list[str], *extra: str) -> dict:
 
 @pytest.fixture(scope="module")
 def ray_parts(tmp_path_factory, ray_session):
-    address = ray_session.get_runtime_context().gcs_address
-    return _quick(tmp_path_factory.mktemp("gpu-suite-ray"), RAY_PARTS, "--address", address)
+    join, env = joining(ray_session)
+    return _quick(tmp_path_factory.mktemp("gpu-suite-ray"), RAY_PARTS, *join, env=env)
 
 
 @pytest.fixture(scope="module")
