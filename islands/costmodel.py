@@ -17,6 +17,9 @@ file), under ``islands_virtual``::
         restart_s: 10                    # a dead process back, from its checkpoint
         head_reserved_cpus: 0.41         # the head's CPU the islands there do not get
 
+Seconds per environment step and per evaluator round on one core of speed 1 are a
+:class:`StepCost`, from a calibration on this machine (``runtime/calibration.py``).
+
 A file with none of it describes homogeneous nodes of speed 1 with no stragglers, whose
 head keeps ``DEFAULT_HEAD_RESERVED_CPUS`` for the processes every head runs beside any
 islands placed there: the driver's loop, the coordinator, the candidate tester, Ray's GCS
@@ -100,6 +103,47 @@ class ClusterModel:
         if self.straggler_p <= 0:
             return 1.0
         return self.straggler_factor if rng.random() < self.straggler_p else 1.0
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Seconds of an evaluator's work on one core of speed 1, in two terms: per env step
+    (the env's physics and the policy's share of a batched forward pass) and per *round*
+    (one batched step of all the evaluator's live envs: its send, recv and the fixed cost of
+    a forward pass, which short episodes pay for few steps). Each term has its own serial
+    fraction: the part that more evaluator threads do not speed up (Amdahl). A calibration
+    without the round term (``s_per_round`` 0) is the per-step model of the first
+    calibrations, so their replays keep their clocks."""
+
+    s_per_step: float
+    serial_fraction: float = 0.0
+    s_per_round: float = 0.0
+    round_serial_fraction: float = 1.0
+
+    @classmethod
+    def of(cls, cal: dict[str, Any]) -> StepCost:
+        """The cost of a calibration record (``calibration.json``)."""
+        return cls(float(cal["s_per_step"]), float(cal.get("serial_fraction", 0.0)),
+                   float(cal.get("s_per_round", 0.0)),
+                   float(cal.get("round_serial_fraction", 1.0)))
+
+    def seconds(self, steps: float, rounds: float = 0.0, par: float = 1.0) -> float:
+        """``steps`` env steps in ``rounds`` rounds on ``par`` cores' worth of threads (below
+        1: a share of one core, every part slower by 1 / par)."""
+        if par < 1:
+            return (steps * self.s_per_step + rounds * self.s_per_round) / par
+        return (steps * self.s_per_step * (self.serial_fraction
+                                           + (1.0 - self.serial_fraction) / par)
+                + rounds * self.s_per_round * (self.round_serial_fraction
+                                               + (1.0 - self.round_serial_fraction) / par))
+
+    def describe(self) -> str:
+        """``64.40 us per env step (serial 0.38) + 120.0 us per round (serial 0.90)``."""
+        out = f"{self.s_per_step * 1e6:.2f} us per env step (serial {self.serial_fraction:.2f})"
+        if self.s_per_round:
+            out += (f" + {self.s_per_round * 1e6:.1f} us per round (serial "
+                    f"{self.round_serial_fraction:.2f})")
+        return out + " on one core"
 
 
 def _number(x: Any, what: str, low: float | None = None, strict: bool = False) -> float:

@@ -34,35 +34,36 @@ def test_genome(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any] | 
     """Mean/std of the return of ``params`` over ``spec.episodes`` episodes (frozen obs
     stats)."""
     cpu0 = time.process_time()
-    r, lengths, steps = _episodes(spec, params, obs_stats, [int(seed)], num_threads)
-    return _summary(r, lengths, seed, steps, time.process_time() - cpu0)
+    r, lengths, steps, rounds = _episodes(spec, params, obs_stats, [int(seed)], num_threads)
+    return _summary(r, lengths, seed, steps, time.process_time() - cpu0, rounds)
 
 
 def _episodes(spec: EvalSpec, params, obs_stats, seeds: list[int], num_threads: int = 1,
               chunk: int | None = None, target: float | None = None):
     """Returns and lengths of ``params`` over ``spec.episodes`` episodes: evaluation seed
     ``seeds[k]`` for the k-th chunk of ``chunk`` episodes (one chunk when None), and the env
-    steps they took. With ``target``, stops after a chunk (not the last) once the mean so
-    far is more than two standard errors below it (:func:`sequential_test`). Each chunk gets
-    an evaluator of its own: a reused one would continue its pool's episode streams instead
-    of starting the chunk's seed."""
+    steps and the evaluator's rounds (batched steps, EnvPool's; 0 elsewhere) they took.
+    With ``target``, stops after a chunk (not the last) once the mean so far is more than
+    two standard errors below it (:func:`sequential_test`). Each chunk gets an evaluator of
+    its own: a reused one would continue its pool's episode streams instead of starting the
+    chunk's seed."""
     total = int(spec.episodes)
     chunk = total if chunk is None else int(chunk)
     x = np.array(params, dtype=np.float64)[None, :]  # a copy: store arrays are read-only
-    returns, lengths, steps = [], [], 0
+    returns, lengths, steps, rounds = [], [], 0, 0
     with _torch_threads(spec, num_threads):
         for seed in seeds:
-            r, ln, st = _chunk(spec.replace(episodes=min(chunk, total - len(returns))), x,
-                               obs_stats, int(seed), num_threads)
-            returns, lengths, steps = returns + r, lengths + ln, steps + st
+            r, ln, st, rd = _chunk(spec.replace(episodes=min(chunk, total - len(returns))), x,
+                                   obs_stats, int(seed), num_threads)
+            returns, lengths, steps, rounds = returns + r, lengths + ln, steps + st, rounds + rd
             if len(returns) >= total or (target is not None
                                          and _clearly_below(returns, target)):
                 break
-    return np.array(returns), np.array(lengths), steps
+    return np.array(returns), np.array(lengths), steps, rounds
 
 
 def _chunk(spec: EvalSpec, x: np.ndarray, obs_stats, seed: int, num_threads: int
-           ) -> tuple[list[float], list[float], int]:
+           ) -> tuple[list[float], list[float], int, int]:
     """One evaluator's episodes of genome ``x`` from evaluation seed ``seed``."""
     ev = spec.build(num_threads=num_threads, device="cpu")
     try:
@@ -72,7 +73,8 @@ def _chunk(spec: EvalSpec, x: np.ndarray, obs_stats, seed: int, num_threads: int
     finally:
         ev.close()
     return ([float(v) for v in np.asarray(res.returns)[0]],
-            [float(v) for v in np.asarray(res.lengths)[0]], int(res.env_steps))
+            [float(v) for v in np.asarray(res.lengths)[0]], int(res.env_steps),
+            int(res.extra.get("rounds", 0)))
 
 
 @contextlib.contextmanager
@@ -111,14 +113,14 @@ def _clearly_below(returns: list[float], target: float) -> bool:
     return bool(r.mean() + 2 * r.std() / np.sqrt(len(r)) < target)
 
 
-def _summary(r: np.ndarray, lengths: np.ndarray, seed: int, steps: int, cpu_s: float
-             ) -> dict[str, Any]:
+def _summary(r: np.ndarray, lengths: np.ndarray, seed: int, steps: int, cpu_s: float,
+             rounds: int = 0) -> dict[str, Any]:
     return {"mean": float(np.mean(r)), "std": float(np.std(r)), "episodes": int(len(r)),
             "ci95": mean_interval(r),
             "min": float(np.min(r)), "max": float(np.max(r)),
             "mean_length": float(np.mean(lengths)), "seed": int(seed),
             # what the test cost: it runs beside the islands, on their CPUs
-            "env_steps": int(steps), "cpu_s": cpu_s}
+            "env_steps": int(steps), "rounds": int(rounds), "cpu_s": cpu_s}
 
 
 def mean_interval(r: np.ndarray) -> list[float]:
@@ -155,10 +157,10 @@ def sequential_test(spec: EvalSpec, params: np.ndarray, obs_stats: dict[str, Any
         return test_genome(spec, params, obs_stats, seed)
     cpu0 = time.process_time()
     chunks = -(-int(spec.episodes) // n)
-    r, lengths, steps = _episodes(spec, params, obs_stats,
-                                  [int(seed) + k for k in range(chunks)], chunk=n,
-                                  target=float(target))
-    out = _summary(r, lengths, seed, steps, time.process_time() - cpu0)
+    r, lengths, steps, rounds = _episodes(spec, params, obs_stats,
+                                          [int(seed) + k for k in range(chunks)], chunk=n,
+                                          target=float(target))
+    out = _summary(r, lengths, seed, steps, time.process_time() - cpu0, rounds)
     if len(r) < spec.episodes:
         out["stopped_early"] = True
     return out

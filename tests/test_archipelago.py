@@ -64,7 +64,7 @@ def _arch(cfg, node_cpus, virtual):
     # episodes, and an order of events that no machine's load can change
     nodes = tuple(Node("node", c) for c in node_cpus)
     cluster = ClusterModel(nodes=nodes, node_types={"node": len(nodes)})
-    return VirtualArchipelago(cfg, plan, cluster, s_per_step=VIRTUAL_S_PER_STEP)
+    return VirtualArchipelago(cfg, plan, cluster, VIRTUAL_S_PER_STEP)
 
 
 def drive(arch, on_report=None):

@@ -139,11 +139,11 @@ def test_one_set_of_counters_feeds_the_report_the_checkpoint_and_the_info(tmp_pa
 
 def test_counters_missing_from_an_older_checkpoint_start_at_zero():
     old = {"evals": 16, "episodes": 16, "env_steps": 300, "frames": 300, "immigrants": 1,
-           "rejected": 0, "calls": 2}  # before held_off, reevaluations, screened_out, adopted
-    c = Counters.from_state_dict(old)
-    assert c.held_off == c.reevaluations == c.screened_out == c.adopted == 0
+           "rejected": 0, "calls": 2}  # before held_off, reevaluations, screened_out,
+    c = Counters.from_state_dict(old)  # adopted and rounds
+    assert c.held_off == c.reevaluations == c.screened_out == c.adopted == c.rounds == 0
     assert c.state_dict() == {**old, "held_off": 0, "reevaluations": 0, "screened_out": 0,
-                              "adopted": 0}
+                              "adopted": 0, "rounds": 0}
 
 
 def test_counters_of_a_checkpoint_written_under_their_older_names_load():

@@ -220,6 +220,15 @@ def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
     rec = json.loads(out.read_text())
     assert rec["env"] == "CartPole-v1" and rec["s_per_step"] > 0 and rec["env_steps"] > 0
     assert 0.0 <= rec["serial_fraction"] <= 1.0 and rec["machine"]["cpus"] >= 1
+    # per step and per round, from two shapes per thread count: the wider one puts more
+    # env steps in each of EnvPool's rounds
+    assert rec["s_per_round"] >= 0 and 0.0 <= rec["round_serial_fraction"] <= 1.0
+    shapes = [(m["threads"], m["episodes"]) for m in rec["measurements"]]
+    e = shapes[0][1]  # the row's episodes per evaluation
+    assert shapes[:2] == [(1, e), (1, e * calibration.SPREAD)] and len(shapes) in (2, 4)
+    narrow, wide = rec["measurements"][:2]
+    assert narrow["rounds"] > 0 and (wide["env_steps"] / wide["rounds"]
+                                     > narrow["env_steps"] / narrow["rounds"])
     capsys.readouterr()
     assert calibration.main(["Nope-v0", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err.strip()
@@ -235,3 +244,35 @@ def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"calibration-Hopper-v4\.json is not a calibration "
                                           r"file \(FileNotFoundError\)"):
         calibration.load(study, "Hopper-v4")
+
+
+def test_the_clock_charges_each_env_step_and_each_evaluator_round(tmp_path):
+    """One island on one CPU, no latency, no tests' stops: its calls' virtual seconds add up
+    to its env steps at the calibration's seconds per step plus its evaluator's rounds
+    (EnvPool's batched steps, each at least one per step of the longest episode) at the
+    seconds per round; without the round term, the per-step model of old calibrations."""
+    from islands.costmodel import StepCost
+
+    doc = {"cluster_name": "t", "provider": {"type": "aws"}, "head_node_type": "head",
+           "available_node_types": {"head": {"resources": {"CPU": 0}},
+                                    "w": {"resources": {"CPU": 1}, "max_workers": 1}},
+           "metadata": {"islands_virtual": {"latency_s": 0, "coordinator_s": 0}}}
+    cluster = _cluster(tmp_path, doc)
+    runs = {}
+    for name, per_round in (("steps", 0.0), ("rounds", 1e-3)):
+        cal = tmp_path / f"{name}.json"
+        cal.write_text(json.dumps({"env": "CartPole-v1", "s_per_step": 1e-5,
+                                   "s_per_round": per_round}))
+        runs[name] = _run(tmp_path / name, cluster, islands=1, calibration=str(cal),
+                          max_episodes=160)
+    (_, m0), (s1, m1) = runs["steps"], runs["rounds"]
+    steps, rounds = int(m1.env_steps.iloc[-1]), s1["island_rounds"]
+    assert list(m0.env_steps) == list(m1.env_steps)  # the same calls, on other clocks
+    assert m0.call_s.sum() == pytest.approx(steps * 1e-5)
+    assert m1.call_s.sum() == pytest.approx(steps * 1e-5 + rounds * 1e-3)
+    episodes = np.diff(m1.episodes, prepend=0)
+    lengths = np.diff(m1.env_steps, prepend=0) / episodes
+    assert rounds >= lengths.sum() and rounds < steps  # a round steps every live env
+    cost = StepCost(1e-5, 0.5, 1e-3, 1.0)
+    assert cost.seconds(100, 10, 2) == pytest.approx(100 * 1e-5 * 0.75 + 10 * 1e-3)
+    assert cost.seconds(100, 10, 0.5) == pytest.approx((100 * 1e-5 + 10 * 1e-3) * 2)

@@ -33,6 +33,9 @@ class Counters:
     # training episodes: evaluations', ranking probes', candidates' and migrants' re-evaluations
     episodes: int = 0
     env_steps: int = 0
+    # the evaluator's rounds (one batched step of all its live envs: EnvPool's send + recv;
+    # 0 for evaluators without them): a round's fixed cost is the virtual clock's other term
+    rounds: int = 0
     frames: int = 0
     immigrants: int = 0  # migrant genomes accepted
     rejected: int = 0  # migrant genomes refused (wrong dimension)
@@ -48,6 +51,7 @@ class Counters:
         self.evals += int(evals)
         self.episodes += int(np.size(res.returns))
         self.env_steps += int(res.env_steps)
+        self.rounds += int(res.extra.get("rounds", 0))
         self.frames += int(res.frames)
 
     def state_dict(self) -> dict[str, int]:

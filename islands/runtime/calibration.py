@@ -1,13 +1,21 @@
-"""Seconds per environment step on one core of this machine: what a virtual second is made
-of (``runtime/virtual.py``).
+"""Seconds per environment step and per evaluator round on one core of this machine: what a
+virtual second is made of (``runtime/virtual.py``, ``costmodel.StepCost``).
 
 One island of the run's plan (its strategy, population, policy and environment) evolves in
-this process on one evaluator thread for a few seconds after a warm-up generation, then on
-two: the seconds per step include the policy's forward passes and the strategy's own work
-per generation, as an island call's do, and the two give the serial fraction that more
-threads do not speed up (Amdahl's law). The figure is stored with the run
-(``calibration.json``) and a replay reads it back (``--calibration``), so that every
-virtual second traces to this measurement and a replay's clock is the same.
+this process for a few seconds after a warm-up generation, four times: on one evaluator
+thread and on two, each with the row's episodes per evaluation and with ``SPREAD`` times as
+many. The seconds per step include the policy's forward passes and the strategy's own work
+per generation, as an island call's do. A call's seconds are two terms: per env step, and
+per *round* (one batched step of the evaluator's live envs: the fixed cost of a send, a
+recv and a forward pass). Early generations, whose episodes are short and uneven, pay the
+round's cost for few steps; late ones, with every env live for 1,000 steps, for many (a
+real Hopper-v4 run's seconds per step fall by a third as its episodes lengthen:
+docs/results/virtual-time.md, stage 3). More episodes per evaluation put more steps in
+each round, so the generations of the two shapes per thread count separate the terms
+(non-negative least squares); the two thread counts give each term's serial fraction, the part more
+threads do not speed up (Amdahl's law). The record is stored with the run
+(``calibration.json``) and a replay reads it back (``--calibration``), so that every virtual
+second traces to this measurement and a replay's clock is the same.
 """
 
 from __future__ import annotations
@@ -19,51 +27,88 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..config import Config, ConfigError
 from ..planning import IslandSpec
 
 CALIBRATION_FILE = "calibration.json"
-MEASURE_S = 3.0  # seconds of generations measured (after one warm-up generation)
+MEASURE_S = 1.5  # seconds of generations measured per shape (after a warm-up generation)
 MAX_GENERATIONS = 200
+SPREAD = 4  # the second shape's episodes per evaluation: this many times the row's
 
 
 def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict[str, Any]:
-    """Measure ``spec``'s island here on one evaluator thread, and on two where this
-    machine has two cores: the calibration record, with the serial fraction of a step's
-    time (Amdahl: the policy's forward passes and the strategy run in one thread whatever
-    the evaluator's threads) fitted from the two."""
-    one = _measure(cfg, spec, 1, seconds)
-    two = _measure(cfg, spec, 2, seconds) if (os.cpu_count() or 1) >= 2 else None
-    # s2 = s1 (f + (1 - f) / 2)  =>  f = 2 s2 / s1 - 1, within [0, 1]
-    serial = 1.0 if two is None else min(1.0, max(0.0, 2 * two["s_per_step"]
-                                                   / one["s_per_step"] - 1))
-    return {**one, "serial_fraction": serial,
-            "two_threads": None if two is None else two["s_per_step"]}
+    """Measure ``spec``'s island here (module docstring): the calibration record, with the
+    per-step and per-round costs on one thread and each one's serial fraction from two
+    threads, where this machine has two cores."""
+    episodes = int(spec.episodes or 1)
+    per = {t: [_measure(cfg, spec, t, seconds, e) for e in (episodes, episodes * SPREAD)]
+           for t in ((1, 2) if (os.cpu_count() or 1) >= 2 else (1,))}
+    one = _fit(per[1])
+    two = _fit(per[2]) if 2 in per else None
+    runs = [m for ms in per.values() for m in ms]
+    return {**{k: v for k, v in runs[0].items() if k != "gens"},
+            "s_per_step": one[1], "s_per_round": one[0],
+            "serial_fraction": 1.0 if two is None else _serial(one[1], two[1]),
+            "round_serial_fraction": 1.0 if two is None else _serial(one[0], two[0]),
+            "two_threads": None if two is None else two[1],
+            "two_threads_round": None if two is None else two[0],
+            "measurements": [{k: v for k, v in m.items() if k not in ("gens", "machine")}
+                             for m in runs]}
 
 
-def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float) -> dict[str, Any]:
-    """``spec``'s island on ``threads`` evaluator threads for ``seconds``."""
+def _fit(runs: list[dict[str, Any]]) -> tuple[float, float]:
+    """(seconds per round, seconds per step) by non-negative least squares over the
+    generations of both shapes (a generation's seconds against its rounds and steps);
+    without rounds counted (an evaluator that has none), the per-step cost alone."""
+    from scipy.optimize import nnls
+
+    rows = np.array([g for m in runs for g in m["gens"]], dtype=np.float64).reshape(-1, 3)
+    if not rows[:, 0].any():
+        return 0.0, float(rows[:, 2].sum() / max(rows[:, 1].sum(), 1.0))
+    (per_round, per_step), _ = nnls(rows[:, :2], rows[:, 2])
+    if per_step <= 0:  # noise put it all on the rounds: the per-step model instead
+        return 0.0, float(rows[:, 2].sum() / max(rows[:, 1].sum(), 1.0))
+    return float(per_round), float(per_step)
+
+
+def _serial(s1: float, s2: float) -> float:
+    """Amdahl's serial fraction f from one thread's and two threads' costs:
+    s2 = s1 (f + (1 - f) / 2), so f = 2 s2 / s1 - 1, within [0, 1] (1 where s1 is 0)."""
+    return 1.0 if s1 <= 0 else min(1.0, max(0.0, 2 * s2 / s1 - 1))
+
+
+def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float, episodes: int
+             ) -> dict[str, Any]:
+    """``spec``'s island on ``threads`` evaluator threads, ``episodes`` per evaluation,
+    for ``seconds``."""
     from ..island.core import IslandCore
     from ..output.segments import machine
     from .virtual import one_torch_thread
 
     one_torch_thread(load=cfg.uses_policy)
-    core = IslandCore(spec.replace(slowdown_s=0.0), cfg.eval_spec(), run_seed=cfg.seed,
-                      num_threads=threads, device="cpu")
+    core = IslandCore(spec.replace(slowdown_s=0.0, episodes=episodes), cfg.eval_spec(),
+                      run_seed=cfg.seed, num_threads=threads, device="cpu")
+    gens: list[tuple[int, int, float]] = []  # per generation: rounds, steps, seconds
     try:
         core.evolve(1)  # warm-up: imports, first allocations
-        steps0, gens, t0 = core.counters.env_steps, 0, time.perf_counter()
-        while (time.perf_counter() - t0 < seconds or gens < 2) and gens < MAX_GENERATIONS:
+        c, t0 = core.counters, time.perf_counter()
+        while (time.perf_counter() - t0 < seconds or len(gens) < 2) \
+                and len(gens) < MAX_GENERATIONS:
+            steps0, rounds0, t = c.env_steps, c.rounds, time.perf_counter()
             core.evolve(1)
-            gens += 1
-        spent, steps = time.perf_counter() - t0, core.counters.env_steps - steps0
+            gens.append((c.rounds - rounds0, c.env_steps - steps0, time.perf_counter() - t))
     finally:
         core.close()
+    spent = sum(g[2] for g in gens)
+    steps, rounds = sum(g[1] for g in gens), sum(g[0] for g in gens)
     return {"env": cfg.env, "s_per_step": spent / max(steps, 1), "env_steps": int(steps),
-            "seconds": round(spent, 4), "generations": gens, "threads": threads,
-            "strategy": spec.strategy, "popsize": spec.popsize, "machine": machine(),
+            "rounds": int(rounds), "seconds": round(spent, 4), "generations": len(gens),
+            "threads": threads, "episodes": episodes, "strategy": spec.strategy,
+            "popsize": spec.popsize, "machine": machine(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds")}
+                timespec="seconds"), "gens": gens}
 
 
 def file_for(path: str | Path, env: str) -> Path:
@@ -103,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("env", help="the environment (its row of the environment table)")
     p.add_argument("file", help="where the calibration record goes (JSON)")
     p.add_argument("--seconds", type=float, default=MEASURE_S,
-                   help=f"seconds measured per thread count (default {MEASURE_S:g})")
+                   help=f"seconds measured per shape, of four (default {MEASURE_S:g})")
     args, rest = p.parse_known_args(argv)
     try:
         from ..config import parse_args, resolve
@@ -116,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rec = calibrate(cfg, plan_islands(cfg, [float(os.cpu_count() or 1)])[0], args.seconds)
     Path(args.file).write_text(json.dumps(rec, indent=2) + "\n")
-    print(json.dumps({k: rec[k] for k in ("env", "s_per_step", "serial_fraction")}))
+    print(json.dumps({k: rec[k] for k in ("env", "s_per_step", "serial_fraction",
+                                          "s_per_round", "round_serial_fraction")}))
     return 0
 
 

@@ -4,9 +4,10 @@ OpenAI ES (Salimans et al. 2017) and of EvoTorch's Ray actors.
 One master holds the strategy; every generation it sends the population to ``N`` one-CPU
 workers spread over the cluster's nodes, each evaluates its contiguous share of the
 individuals, and the generation ends when the slowest worker is done. So a generation's
-seconds are the largest share's env steps at the calibrated seconds per step on one core
-(no threads: a worker is one process on one CPU), divided by its node's speed, times its
-own straggler draw, plus the broadcast and the gather (one message latency each). The
+seconds are the slowest share's env steps and rounds (its envs step in lockstep: as many
+rounds as its longest episode) at the calibrated cost on one core (no threads: a worker is
+one process on one CPU), divided by its node's speed, times its own straggler draw, plus
+the broadcast and the gather (one message latency each). The
 master's own work (ask and tell) is not charged: it is microseconds beside the episodes.
 The episodes themselves are the island core's, computed for real as for any island.
 """
@@ -14,26 +15,38 @@ The episodes themselves are the island core's, computed for real as for any isla
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..costmodel import Node
+from ..costmodel import Node, StepCost
 from ..island.hooks import Generation, Hook
 from ..planning import ResourceError
 
 
+@dataclass(frozen=True)
+class GenWork:
+    """One generation's work: env steps and longest episode per individual, and the rounds
+    the island's own evaluator took for it (what the call's count holds)."""
+
+    steps: np.ndarray
+    longest: np.ndarray
+    rounds: int
+
+
 class GenerationSteps(Hook):
-    """Records each generation's env steps per individual (its episodes' lengths summed),
-    for the virtual runtime to share out over the workers; ``take()`` empties it."""
+    """Records each generation's work per individual (:class:`GenWork`), for the virtual
+    runtime to share out over the workers; ``take()`` empties it."""
 
     def __init__(self) -> None:
-        self.gens: list[np.ndarray] = []
+        self.gens: list[GenWork] = []
 
     def evaluated(self, island, gen: Generation) -> None:
-        lengths = np.asarray(gen.result.lengths, dtype=np.float64)
-        self.gens.append(lengths.reshape(len(gen.fitness), -1).sum(1))
+        lengths = np.asarray(gen.result.lengths, dtype=np.float64).reshape(len(gen.fitness), -1)
+        self.gens.append(GenWork(lengths.sum(1), lengths.max(1),
+                                 int(gen.result.extra.get("rounds", 0))))
 
-    def take(self) -> list[np.ndarray]:
+    def take(self) -> list[GenWork]:
         gens, self.gens = self.gens, []
         return gens
 
@@ -49,13 +62,18 @@ def place_workers(islands: int, workers: int, nodes: Sequence[Node]) -> list[lis
     return [slots[i * workers:(i + 1) * workers] for i in range(islands)]
 
 
-def generation_seconds(steps: np.ndarray, worker_nodes: Sequence[int], nodes: Sequence[Node],
-                       s_per_step: float, straggle: Callable[[], float],
+def generation_seconds(gen: GenWork, worker_nodes: Sequence[int], nodes: Sequence[Node],
+                       cost: StepCost, straggle: Callable[[], float],
                        latency_s: float) -> float:
-    """One synchronous generation: its individuals' ``steps`` shared out in contiguous
-    blocks over the workers (as a population array is split), the slowest worker's seconds
-    plus a broadcast and a gather."""
-    shares = np.array_split(np.asarray(steps, dtype=np.float64), len(worker_nodes))
-    slowest = max(float(share.sum()) * s_per_step / nodes[j].speed * straggle()
-                  for share, j in zip(shares, worker_nodes, strict=True))
+    """One synchronous generation: its individuals shared out in contiguous blocks over the
+    workers (as a population array is split), each block's steps in as many rounds as its
+    longest episode (where the island's evaluator counts rounds); the slowest worker's
+    seconds plus a broadcast and a gather."""
+    k = len(worker_nodes)
+    steps = np.array_split(np.asarray(gen.steps, dtype=np.float64), k)
+    longest = np.array_split(np.asarray(gen.longest, dtype=np.float64), k)
+    counted = gen.rounds > 0  # an evaluator without rounds: the per-step model alone
+    slowest = max(cost.seconds(float(s.sum()), float(ln.max(initial=0.0)) if counted else 0.0)
+                  / nodes[j].speed * straggle()
+                  for s, ln, j in zip(steps, longest, worker_nodes, strict=True))
     return slowest + 2 * latency_s

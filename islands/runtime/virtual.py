@@ -4,9 +4,10 @@ gives (``--runtime virtual --cluster FILE``).
 
 Each call is computed for real when it is sent (real episodes on this machine's cores, so
 episodes and fitness are the algorithm's own) and completes at a virtual time: an island
-batch after its islands' environment steps at the calibrated seconds per step
-(``runtime/calibration.py``), sped up by the island's evaluator threads as far as its
-serial fraction allows (Amdahl) and by its node's speed, times a straggler draw, plus one
+batch after its islands' environment steps and evaluator rounds at the calibrated seconds
+per step and per round (``costmodel.StepCost``, from ``runtime/calibration.py``), sped up
+by the island's evaluator threads as far as each term's serial fraction allows (Amdahl)
+and by its node's speed, times a straggler draw, plus one
 message latency each way; a coordinator report after its latency, in turn behind the
 reports before it (one coordinator, one report at a time) and its own cost; a candidate
 test after its steps on one core of the head. Island state depends only on its own calls,
@@ -40,7 +41,7 @@ import numpy as np
 from ..candidates import Candidate
 from ..config import Config
 from ..coordinator import CoordinatorCore
-from ..costmodel import ClusterModel, Node
+from ..costmodel import ClusterModel, Node, StepCost
 from ..messages import HallOfFame, HofSummary, IslandCall, IslandFailure, IslandInfo
 from ..planning import HostSpec, IslandSpec, ResourceError, group_islands
 from .port import CallFailed, CallLost, Fixed
@@ -108,13 +109,13 @@ class VirtualArchipelago:
     process_kind = "virtual"  # what the live table calls its host processes
 
     def __init__(self, cfg: Config, plan: list[IslandSpec], cluster: ClusterModel,
-                 s_per_step: float, resume: bool = False, serial_fraction: float = 0.0
-                 ) -> None:
+                 cost: StepCost | float, resume: bool = False) -> None:
+        """``cost``: the calibration's (a float: seconds per env step, nothing else)."""
         if cfg.elastic is not None:
             raise ResourceError("--elastic is not modelled by the virtual runtime yet; use "
                                 "--runtime ray")
         self.cfg, self.plan, self.cluster, self.resume = cfg, plan, cluster, resume
-        self.s_per_step, self.serial = float(s_per_step), float(serial_fraction)
+        self.cost = cost if isinstance(cost, StepCost) else StepCost(float(cost))
         self.hosts = group_islands(plan, cfg.islands_per_process)
         self.workers = int(cfg.eval_workers or 0)  # a synchronous population's (syncpop)
         if self.workers:  # masters on the head, holding no CPU; their workers hold it all
@@ -220,7 +221,7 @@ class VirtualArchipelago:
         results, seconds = [], 0.0  # the batch's: its islands run one after another
         for c in calls:
             core = self.cores[c.island]
-            steps0 = core.counters.env_steps
+            steps0, rounds0 = core.counters.env_steps, core.counters.rounds
             # its checkpoint waits until the call is known to complete: a node that fails
             # during the call leaves the checkpoint from before it, as on a real node
             store, core.storage = core.storage, None
@@ -234,11 +235,12 @@ class VirtualArchipelago:
                 core.storage = store
                 self.compute_s += time.perf_counter() - t0
             spec = self.plan[c.island]
+            steps = core.counters.env_steps - steps0
+            rounds = core.counters.rounds - rounds0
             if self.workers:
-                own = (self._synchronous_s(c.island, core.counters.env_steps - steps0)
-                       + spec.slowdown_s * c.k)
+                own = self._synchronous_s(c.island, steps, rounds) + spec.slowdown_s * c.k
             else:
-                own = ((core.counters.env_steps - steps0) * self.step_s(host, spec) / node.speed
+                own = (self.work_s(host, spec, steps, rounds) / node.speed
                        + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
             r.report.call_s = own  # the modelled seconds, not this machine's
             seconds += own
@@ -263,18 +265,20 @@ class VirtualArchipelago:
                  for j in used]
         return min((t for t in times if t is not None), default=None)
 
-    def _synchronous_s(self, island: int, steps: int) -> float:
+    def _synchronous_s(self, island: int, steps: int, rounds: int) -> float:
         """The call's generations, each waiting for the slowest of the island's workers;
-        the call's other ``steps`` (re-evaluations of offers, on fresh episodes) shared
-        evenly by the workers, at the slowest one's speed."""
+        the call's other ``steps`` and ``rounds`` (re-evaluations of offers, on fresh
+        episodes) shared evenly by the workers, at the slowest one's speed."""
         gens = self.gen_steps[island].take()
         nodes = self.cluster.nodes
         mine = self.worker_nodes[island]
-        seconds = sum(generation_seconds(g, mine, nodes, self.s_per_step,
+        seconds = sum(generation_seconds(g, mine, nodes, self.cost,
                                          lambda: self.cluster.straggle(self.rng),
                                          self.cluster.latency_s) for g in gens)
-        rest = max(0.0, steps - sum(float(g.sum()) for g in gens))
-        return seconds + rest * self.s_per_step / len(mine) / min(nodes[j].speed for j in mine)
+        rest = max(0.0, steps - sum(float(g.steps.sum()) for g in gens))
+        rest_rounds = max(0.0, rounds - sum(g.rounds for g in gens))
+        return seconds + (self.cost.seconds(rest, rest_rounds) / len(mine)
+                          / min(nodes[j].speed for j in mine))
 
     def _fail(self, host: int, at: float) -> Event:
         """Host ``host``'s node fails at ``at``: the call is lost, its islands come back
@@ -289,18 +293,16 @@ class VirtualArchipelago:
         return self._event(at + self.cluster.latency_s,
                            error=CallLost(f"node {self.node_of_host[host]} failed (virtual)"))
 
-    def step_s(self, host: int, spec: IslandSpec) -> float:
-        """Seconds per env step of ``spec``'s island in process ``host``, on cores of speed
-        1. Its evaluator runs ``round(num_cpus)`` threads (at least one, as the island actor
-        builds it), within its process's CPUs, which its islands take one after another;
-        the serial fraction of a step does not speed up with threads (Amdahl). A process
-        with less than one CPU shares a core: its steps take 1 / CPUs as long."""
+    def work_s(self, host: int, spec: IslandSpec, steps: float, rounds: float) -> float:
+        """Seconds of ``steps`` env steps in ``rounds`` rounds of ``spec``'s island in
+        process ``host``, on cores of speed 1. Its evaluator runs ``round(num_cpus)``
+        threads (at least one, as the island actor builds it), within its process's CPUs,
+        which its islands take one after another; each term's serial fraction does not
+        speed up with threads (Amdahl). A process with less than one CPU shares a core: its
+        work takes 1 / CPUs as long."""
         cpus = sum(float(s.num_cpus or 0.0) for s in self.hosts[host].islands) or 1.0
         threads = max(1, round(float(spec.num_cpus or 1.0)))
-        par = min(cpus, threads)
-        if par < 1:
-            return self.s_per_step / par
-        return self.s_per_step * (self.serial + (1.0 - self.serial) / par)
+        return self.cost.seconds(steps, rounds, min(cpus, threads))
 
     def report(self, ids: list[int | None], batch: Event) -> Event:
         """Processed when it comes due: behind the coordinator's earlier reports."""
@@ -325,7 +327,7 @@ class VirtualArchipelago:
         res = sequential_test(spec, cand.params, cand.obs_stats, seed,
                               self.cfg.fitness_target if stop_early else None)
         self.compute_s += time.perf_counter() - t0
-        seconds = float(res.get("env_steps", 0)) * self.s_per_step
+        seconds = self.cost.seconds(float(res.get("env_steps", 0)), float(res.get("rounds", 0)))
         return self._event(self.now + seconds + 2 * self.cluster.latency_s, res)
 
     def wait(self, futures: Sequence[Event], timeout: float) -> list[Event]:

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from ..config import Config
-from ..costmodel import load_cluster
+from ..costmodel import StepCost, load_cluster
 from ..output.rundir import RunDir
 from ..output.segments import log_segment
 from ..output.summary import write_outputs
@@ -45,11 +45,10 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
     if cal is None:
         say("calibrating seconds per env step on this machine ...", flush=True)
         cal = calibrate(cfg, plan[0])
-    say(f"calibration: {cal['s_per_step'] * 1e6:.2f} us per env step on one core, serial "
-        f"fraction {cal.get('serial_fraction', 0.0):.2f}", flush=True)
+    cost = StepCost.of(cal)
+    say(f"calibration: {cost.describe()}", flush=True)
     SIGNALS.install()
-    arch = VirtualArchipelago(cfg, plan, cluster, cal["s_per_step"], resume=resume,
-                              serial_fraction=float(cal.get("serial_fraction", 0.0)))
+    arch = VirtualArchipelago(cfg, plan, cluster, cost, resume=resume)
     rd, segments = None, None
     try:
         arch.start()
@@ -82,6 +81,8 @@ def _virtual_fields(arch: VirtualArchipelago, cal: dict[str, Any], real_s: float
                     ) -> dict[str, Any]:
     c = arch.cluster
     return {"runtime": "virtual", "real_s": real_s, "virtual_events": arch.events,
+            # the islands' evaluator rounds, the cost model's second term beside env steps
+            "island_rounds": sum(int(core.counters.rounds) for core in arch.cores.values()),
             "node_failures": arch.failures,
             # real seconds of the run loop, and of the evaluations inside it
             "loop_s": arch.loop_s, "compute_s": arch.compute_s,
