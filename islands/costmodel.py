@@ -111,7 +111,8 @@ class StepCost:
     (the env's physics and the policy's share of a batched forward pass) and per *round*
     (one batched step of all the evaluator's live envs: its send, recv and the fixed cost of
     a forward pass, which short episodes pay for few steps). Each term has its own serial
-    fraction: the part that more evaluator threads do not speed up (Amdahl). A calibration
+    fraction: the part that more evaluator threads do not speed up (Amdahl; above 1, a
+    cost that grows with threads, as a round's hand-off between them). A calibration
     without the round term (``s_per_round`` 0) is the per-step model of the first
     calibrations, so their replays keep their clocks."""
 

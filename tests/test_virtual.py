@@ -5,6 +5,7 @@ and used; bad cluster files are one-line errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -212,6 +213,13 @@ def test_runtime_flags_that_do_not_go_together(tmp_path, capsys, args, expect):
     assert code == 2 and expect in err and "\n" not in err, err
 
 
+def spec_of(env: str):
+    from islands.config import parse_args, resolve
+    from islands.planning import plan_islands
+
+    return plan_islands(resolve(parse_args(["--env", env])), [2.0])[0]
+
+
 def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
     from islands.runtime import calibration
 
@@ -219,14 +227,19 @@ def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
     assert calibration.main(["CartPole-v1", str(out), "--seconds", "0.3"]) == 0
     rec = json.loads(out.read_text())
     assert rec["env"] == "CartPole-v1" and rec["s_per_step"] > 0 and rec["env_steps"] > 0
-    assert 0.0 <= rec["serial_fraction"] <= 1.0 and rec["machine"]["cpus"] >= 1
+    assert 0.0 <= rec["serial_fraction"] <= calibration.MAX_SERIAL
+    assert rec["machine"]["cpus"] >= 1
     # per step and per round, from two shapes per thread count: the wider one puts more
     # env steps in each of EnvPool's rounds
-    assert rec["s_per_round"] >= 0 and 0.0 <= rec["round_serial_fraction"] <= 1.0
+    assert rec["s_per_round"] >= 0
+    assert 0.0 <= rec["round_serial_fraction"] <= calibration.MAX_SERIAL
     shapes = [(m["threads"], m["episodes"]) for m in rec["measurements"]]
     e = shapes[0][1]  # the row's episodes per evaluation
     assert shapes[:2] == [(1, e), (1, e * calibration.SPREAD)] and len(shapes) in (2, 4)
     narrow, wide = rec["measurements"][:2]
+    plan = [dataclasses.replace(spec_of("CartPole-v1"), popsize=p, episodes=e)
+            for p, e in ((64, 2), (16, 1))]  # too many to hold 4x at once; one episode
+    assert [calibration.shapes(s) for s in plan] == [(2, 1), (1, calibration.SPREAD)]
     assert narrow["rounds"] > 0 and (wide["env_steps"] / wide["rounds"]
                                      > narrow["env_steps"] / narrow["rounds"])
     capsys.readouterr()

@@ -3,19 +3,20 @@ virtual second is made of (``runtime/virtual.py``, ``costmodel.StepCost``).
 
 One island of the run's plan (its strategy, population, policy and environment) evolves in
 this process for a few seconds after a warm-up generation, four times: on one evaluator
-thread and on two, each with the row's episodes per evaluation and with ``SPREAD`` times as
-many. The seconds per step include the policy's forward passes and the strategy's own work
-per generation, as an island call's do. A call's seconds are two terms: per env step, and
-per *round* (one batched step of the evaluator's live envs: the fixed cost of a send, a
-recv and a forward pass). Early generations, whose episodes are short and uneven, pay the
+thread and on two, each in two shapes (``shapes``): the row's episodes per evaluation, and
+``SPREAD`` times as many (or a ``SPREAD``-th as many where the pool could not hold them at
+once). The seconds include the policy's forward passes and the strategy's own work per
+generation, as an island call's do. A call's seconds are two terms: per env step, and per
+*round* (one batched step of the evaluator's live envs: the fixed cost of a send, a recv
+and a forward pass). Early generations, whose episodes are short and uneven, pay the
 round's cost for few steps; late ones, with every env live for 1,000 steps, for many (a
 real Hopper-v4 run's seconds per step fall by a third as its episodes lengthen:
-docs/results/virtual-time.md, stage 3). More episodes per evaluation put more steps in
-each round, so the generations of the two shapes per thread count separate the terms
-(non-negative least squares); the two thread counts give each term's serial fraction, the part more
-threads do not speed up (Amdahl's law). The record is stored with the run
-(``calibration.json``) and a replay reads it back (``--calibration``), so that every virtual
-second traces to this measurement and a replay's clock is the same.
+docs/results/virtual-time.md, stage 3). The two shapes put more and fewer steps in each
+round, so their generations separate the terms (non-negative least squares); the two
+thread counts give each term's serial fraction, the part more threads do not speed up
+(Amdahl's law). The record is stored with the run (``calibration.json``) and a replay reads
+it back (``--calibration``), so that every virtual second traces to this measurement and a
+replay's clock is the same.
 """
 
 from __future__ import annotations
@@ -36,14 +37,14 @@ CALIBRATION_FILE = "calibration.json"
 MEASURE_S = 1.5  # seconds of generations measured per shape (after a warm-up generation)
 MAX_GENERATIONS = 200
 SPREAD = 4  # the second shape's episodes per evaluation: this many times the row's
+MAX_SERIAL = 4.0  # a term's cost at many threads at most this many times one thread's
 
 
 def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict[str, Any]:
     """Measure ``spec``'s island here (module docstring): the calibration record, with the
     per-step and per-round costs on one thread and each one's serial fraction from two
     threads, where this machine has two cores."""
-    episodes = int(spec.episodes or 1)
-    per = {t: [_measure(cfg, spec, t, seconds, e) for e in (episodes, episodes * SPREAD)]
+    per = {t: [_measure(cfg, spec, t, seconds, e) for e in shapes(spec)]
            for t in ((1, 2) if (os.cpu_count() or 1) >= 2 else (1,))}
     one = _fit(per[1])
     two = _fit(per[2]) if 2 in per else None
@@ -56,6 +57,18 @@ def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S) -> dict
             "two_threads_round": None if two is None else two[0],
             "measurements": [{k: v for k, v in m.items() if k not in ("gens", "machine")}
                              for m in runs]}
+
+
+def shapes(spec: IslandSpec) -> tuple[int, int]:
+    """Episodes per evaluation of the two shapes: the row's, then ``SPREAD`` times as many
+    where the pool holds them at once (one episode per env slot: more envs live in each
+    round), else a ``SPREAD``-th of them (at least one: fewer envs in each round)."""
+    from envs.envpool_evaluator import DEFAULT_MAX_ENVS
+
+    e = int(spec.episodes or 1)
+    if int(spec.popsize or 1) * e * SPREAD <= DEFAULT_MAX_ENVS or e == 1:
+        return e, e * SPREAD
+    return e, max(1, e // SPREAD)
 
 
 def _fit(runs: list[dict[str, Any]]) -> tuple[float, float]:
@@ -75,8 +88,10 @@ def _fit(runs: list[dict[str, Any]]) -> tuple[float, float]:
 
 def _serial(s1: float, s2: float) -> float:
     """Amdahl's serial fraction f from one thread's and two threads' costs:
-    s2 = s1 (f + (1 - f) / 2), so f = 2 s2 / s1 - 1, within [0, 1] (1 where s1 is 0)."""
-    return 1.0 if s1 <= 0 else min(1.0, max(0.0, 2 * s2 / s1 - 1))
+    s2 = s1 (f + (1 - f) / 2), so f = 2 s2 / s1 - 1, within [0, MAX_SERIAL] (1 where s1 is
+    0). Above 1 the term grows with threads: a round's hand-off between the evaluator's
+    threads costs more than the work the second thread takes (EnvPool's MuJoCo rounds)."""
+    return 1.0 if s1 <= 0 else min(MAX_SERIAL, max(0.0, 2 * s2 / s1 - 1))
 
 
 def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float, episodes: int
