@@ -208,3 +208,35 @@ def test_only_runs_an_arm_of_the_file_that_no_grid_lists(tmp_path):
     assert [t["label"] for t in meta["trials"]] == [
         "env=Hopper-v4 arm=one-x1 seed=4000", "env=Hopper-v4 arm=one-x1 seed=4001"]
     assert meta["spec"]["arms"]["one-x1"] == {"islands": 1}
+
+
+def test_arms_taken_from_each_directory_pool_a_kept_copys_real_runs_with_a_new_virtual_arm(
+        tmp_path, capsys):
+    """A kept copy holds real and virtual runs of the same seeds; a newer model's virtual
+    arm (same name, other directory) pools with its real runs only: here the copy's own
+    virtual runs stand in for the new arm, so the pooled report is the copy's own."""
+    kept = Path(__file__).resolve().parents[1] / "docs" / "results" / "virtual-time" / \
+        "seeds-6010-6019"
+    new = tmp_path / "new"
+    shutil.copytree(kept, new)
+    whole = tmp_path / "whole"
+    shutil.copytree(kept, whole)
+    assert main(["report", str(whole)]) == 0
+    assert main(["merge", str(kept), str(new), "--out", str(tmp_path / "refused")]) == 2
+    assert "seed 6010 of" in capsys.readouterr().err
+    out = tmp_path / "pooled"
+    assert main(["merge", str(kept), str(new), "--out", str(out), "--arms", f"{kept}:real",
+                 "--arms", f"{new}:virtual"]) == 0, capsys.readouterr().err
+    results = pd.read_parquet(out / names.RESULTS)
+    assert sorted(results.arm.value_counts().items()) == [("real", 30), ("virtual", 30)]
+    assert set(results.trial.str[:2][results.arm == "real"]) == {"d1"}
+    assert _tables((out / names.REPORT_MD).read_text()) == \
+        _tables((whole / names.REPORT_MD).read_text())
+    for flags, message in (([f"{kept}"], "write DIR:ARM[,ARM]"),
+                           (["/elsewhere:real"], "/elsewhere is not one of the directories"),
+                           ([f"{new}:nope"], "ran no arm 'nope' (it ran real, virtual)")):
+        capsys.readouterr()
+        code = main(["merge", str(kept), str(new), "--out", str(tmp_path / "x"),
+                     "--arms", *flags])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and message in err and "\n" not in err, err

@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "question (same name, report, base, budget and arms of the same name; other "
                    "seeds)")
     m.add_argument("--out", required=True, help="the pooled copy (a new directory)")
+    m.add_argument("--arms", action="append", default=[], metavar="DIR:ARM[,ARM]",
+                   help="take only these arms' runs from DIR (one of the dirs, as written; "
+                   "repeatable), e.g. a kept copy's real runs beside a newer virtual arm of "
+                   "the same name as one the copy also holds")
     k = sub.add_parser("keep", help="copy what a resume needs (no TensorBoard files) into "
                        "a new directory small enough to commit; resume it on any machine")
     k.add_argument("dir", help="the experiment directory, or one run's (islands launch's) "
@@ -98,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             exp_dir = prepare(args.file, args.scale, args.out, args.seeds, args.only)
         elif args.command == "merge":
-            from .merge import merge
+            from .merge import arms_of, merge
 
-            exp_dir = merge(args.dirs, args.out)
+            exp_dir = merge(args.dirs, args.out, arms_of(args.arms, args.dirs))
         elif args.command == "keep":
             from .keep import is_run, keep, size
 

@@ -14,9 +14,11 @@ Their grids and seeds may differ, but no configuration may have the same seed in
 them (a seed counted twice would narrow the intervals falsely). A placeholder -- a cell
 not run yet, or a run that failed before its first report and so left no count -- does not
 hold its seed: a run of that (configuration, seed) in another directory replaces it (the
-rerun of a study's lost trials). Trial ids get their directory's position as a prefix
-(``d1-t000``), and the merged ``experiment.json`` keeps each directory's provenance under
-``sources``.
+rerun of a study's lost trials). ``--arms DIR:ARM,...`` takes only some arms' runs of a
+directory (a kept copy's real runs beside a new model's virtual arm, where the copy also
+holds the old model's runs under the same arm name). Trial ids get their directory's
+position as a prefix (``d1-t000``), and the merged ``experiment.json`` keeps each
+directory's provenance under ``sources``.
 """
 
 from __future__ import annotations
@@ -148,9 +150,43 @@ def _seed_span(seeds: list) -> str:
     return f"{s[0]}-{s[-1]}" if s and s == list(range(s[0], s[-1] + 1)) else str(s)
 
 
-def merge(dirs: list[str | os.PathLike], out: str | os.PathLike) -> Path:
+def arms_of(flags: list[str], dirs: list[str]) -> dict[str, list[str]]:
+    """``--arms DIR:ARM[,ARM]`` flags as ``{dir: [arm, ...]}``; ExperimentError (one line)
+    for a flag without ``:`` or arms, or naming a directory not given."""
+    out: dict[str, list[str]] = {}
+    for flag in flags:
+        d, sep, names = str(flag).rpartition(":")
+        arms = [a for a in names.split(",") if a]
+        if not sep or not d or not arms:
+            raise ExperimentError(f"--arms {flag!r}: write DIR:ARM[,ARM]")
+        if d not in dirs:
+            raise ExperimentError(f"--arms {flag!r}: {d} is not one of the directories merged")
+        out[d] = out.get(d, []) + arms
+    return out
+
+
+def _only_arms(d: Path, loaded: tuple, arms: list[str]) -> tuple:
+    """Directory ``d``'s meta, results and curves with only ``arms``' runs (and those arms
+    as the ones it ran); ExperimentError naming an arm it did not run."""
+    meta, results, curves = loaded
+    ran = _ran_arms(meta["spec"])
+    missing = [a for a in arms if a not in ran]
+    if missing:
+        raise ExperimentError(f"--arms: {d} ran no arm {missing[0]!r} (it ran "
+                              f"{', '.join(sorted(ran)) or 'none'})")
+    spec = dict(meta["spec"])
+    spec["grid"] = {**(spec.get("grid") or {}), "arm": list(arms)}
+    keep = results["arm"].isin(arms)
+    trials = set(results.loc[keep, "trial"])
+    return ({**meta, "spec": spec}, results[keep].reset_index(drop=True),
+            curves[curves["trial"].isin(trials)].reset_index(drop=True))
+
+
+def merge(dirs: list[str | os.PathLike], out: str | os.PathLike,
+          arms: dict[str, list[str]] | None = None) -> Path:
     """Pool the experiment directories ``dirs`` into a kept copy at ``out`` (created; it
-    must not hold anything yet); returns its path. ``report`` renders it."""
+    must not hold anything yet); returns its path. ``arms``: for a directory (as given in
+    ``dirs``), only these arms' runs. ``report`` renders it."""
     paths, out = [Path(d) for d in dirs], Path(out)
     if len({p.resolve() for p in paths}) < len(paths) or len(paths) < 2:
         raise ExperimentError("merge needs at least two different experiment directories")
@@ -159,7 +195,9 @@ def merge(dirs: list[str | os.PathLike], out: str | os.PathLike) -> Path:
             raise ExperimentError(f"{d} is not an experiment directory (no {EXPERIMENT_JSON})")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExperimentError(f"{out} already exists and is not empty")
-    loaded = [_load(d) for d in paths]
+    arms = {str(k): v for k, v in (arms or {}).items()}
+    loaded = [_only_arms(p, _load(p), arms[str(d)]) if str(d) in arms else _load(p)
+              for d, p in zip(dirs, paths, strict=True)]
     metas = [m for m, _, _ in loaded]
     _check_same(paths, metas)
     _check_seeds(paths, [r for _, r, _ in loaded])
