@@ -163,9 +163,10 @@ def last_row(rows: list[dict], island: int) -> dict | None:
     return next((r for r in reversed(rows) if r["island"] == island), None)
 
 
-def run_module(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_module(module: str, *args: str, timeout: float = 300,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=ROOT, env=subprocess_env(),
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=env or subprocess_env(),
         capture_output=True, text=True, timeout=timeout,
     )
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import run_module
+from conftest import joining, run_module
 from PIL import Image
 
 from islands import launch
@@ -238,12 +238,14 @@ def test_resume_of_a_non_run_or_a_corrupt_or_mismatched_checkpoint_exits_2(tmp_p
     fails(run_dir, "is for 5 islands, the config has 2")
 
 
-@pytest.mark.own_ray
-def test_more_resources_than_the_cluster_has_exits_2_naming_the_resource(tmp_path):
+def test_more_resources_than_the_cluster_has_exits_2_naming_the_resource(tmp_path,
+                                                                          ray_session):
+    # a driver joining a cluster (the session's Ray), as on a cluster users start
+    join, env = joining(ray_session)
     out = tmp_path / "run"
     proc = run_module("islands.launch", "--islands", "2", "--popsize", "8",
                       "--resources-per-island", "big_node=1", "--dashboard", "off",
-                      "--out", str(out))
+                      "--out", str(out), *join, env=env)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr[-2000:]
     last = err[-1]

@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cluster_script, run_module
+from conftest import joining, run_cluster_script, run_module
 
 EVALS = 64 * 8 * 5  # five reports per island on average (popsize 8, one episode)
 
 
-@pytest.mark.own_ray
-def test_sixty_four_synthetic_islands_through_the_launcher(tmp_path):
+def test_sixty_four_synthetic_islands_through_the_launcher(tmp_path, ray_session):
+    join, env = joining(ray_session)  # a driver of the session's 2-CPU Ray: no start of its own
     out = tmp_path / "run"
     proc = run_module(
         "islands.launch", "--env", "rastrigin:10", "--env-kwargs", '{"wait_ms": 200}',
         "--islands", "64", "--strategy", "openai-es", "--popsize", "8", "--episodes", "1",
         "--migration-interval", "1", "--max-evals", str(EVALS), "--time-budget", "240",
         "--target", "none", "--dashboard", "off", "--tensorboard", "off", "--quiet", "on",
-        "--out", str(out), timeout=300)
+        "--out", str(out), *join, timeout=300, env=env)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     s = json.loads((out / "summary.json").read_text())
     assert s["backends"] == ["synthetic"] * 64 and s["num_params"] == 10
