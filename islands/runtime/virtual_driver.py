@@ -43,7 +43,9 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         flush=True)
     cal = load(cfg.calibration, cfg.env) if cfg.calibration else None
     if cal is None:
-        say("calibrating seconds per env step on this machine ...", flush=True)
+        say("calibrating seconds per env step and per round on this machine (a study "
+            "measures once, alone: python -m islands.runtime.calibration ENV FILE --seconds "
+            "10) ...", flush=True)
         cal = calibrate(cfg, plan[0])
     cost = StepCost.of(cal)
     say(f"calibration: {cost.describe()}", flush=True)
