@@ -78,11 +78,12 @@ def _fit(runs: list[dict[str, Any]]) -> tuple[float, float]:
     from scipy.optimize import nnls
 
     rows = np.array([g for m in runs for g in m["gens"]], dtype=np.float64).reshape(-1, 3)
+    steps_only = (0.0, float(rows[:, 2].sum() / max(rows[:, 1].sum(), 1.0)))
     if not rows[:, 0].any():
-        return 0.0, float(rows[:, 2].sum() / max(rows[:, 1].sum(), 1.0))
+        return steps_only
     (per_round, per_step), _ = nnls(rows[:, :2], rows[:, 2])
     if per_step <= 0:  # noise put it all on the rounds: the per-step model instead
-        return 0.0, float(rows[:, 2].sum() / max(rows[:, 1].sum(), 1.0))
+        return steps_only
     return float(per_round), float(per_step)
 
 
