@@ -681,10 +681,41 @@ def test_mujoco_report_compares_training_episodes_with_ars(tmp_path):
     assert "| Hopper-v4 | 1000 | no record | no record | no record | no record |" in text
     # Swimmer: both solved, KM median 300 (S = 1/2 there) against ARS's 427; Hopper: one
     # solved at 5,000, one censored at 6,000: median 5,000 against 1,973 (3x = 5,919)
-    assert re.search(r"\| Swimmer-v4 \| 2 \| 2 \| 300 \[[^]]*\] \| 427 \| 0\.70\d* \| 2/2 \|", text)
-    assert re.search(r"\| Hopper-v4 \| 2 \| 1 \| 5,000 \[[^]]*\] \| 1,973 \| 2\.53\d* \| 1/2 \|",
-                     text)
-    assert "at most ARS V2-t's on 1 of 2 tasks" in text
+    one = r"\| 1 island \(ARS's shape\) "
+    assert re.search(r"\| Swimmer-v4 " + one + r"\| 2 \| 2 \| 300 \[[^]]*\] \| 427 \| 0\.70\d* \| "
+                     r"2/2 \|", text)
+    assert re.search(r"\| Hopper-v4 " + one + r"\| 2 \| 1 \| 5,000 \[[^]]*\] \| 1,973 \| "
+                     r"2\.53\d* \| 1/2 \|", text)
+    assert "at most ARS V2-t's on 1 of 2 rows" in text
+    assert "## The default shape against ARS's" not in text  # one shape per task
+
+
+def test_mujoco_report_sets_the_default_shape_against_ars_shape_on_shared_seeds(tmp_path):
+    """Walker2d in two islands (seeds 1000-1002, as kept before the arms were named) and in
+    ARS's shape (1000-1003): a row per shape, and 2 islands against 1 on the 3 shared
+    seeds only (seed 1003 left out)."""
+    grid = {"env": ["Walker2d-v4"], "arm": ["islands-2", "ars-shape"]}
+    seeds = [1000, 1001, 1002, 1003]
+    trials = [(f"t{i}", {"env": "Walker2d-v4", "arm": arm}, s) for i, (arm, s) in enumerate(
+        [("islands-2", s) for s in seeds[:3]] + [("ars-shape", s) for s in seeds])]
+    exp = make_experiment(tmp_path / "mj", "mujoco", grid, seeds, trials)
+    # islands first on every shared seed (30K against 40K...); ARS's 1003 never solves
+    at = {"t0": 30000, "t1": 32000, "t2": 34000, "t3": 40000, "t4": 42000, "t5": 44000,
+          "t6": None}
+    for trial, params, seed in trials:
+        k = 2 if params["arm"] == "islands-2" else 1
+        spent = at[trial] or 72000
+        rows = island_rows([{"dt": 10.0, "best": [1, 2, 3], "evals": spent // 3}])
+        make_run(exp, trial, seed, params, {"islands": k}, rows, solved=at[trial] is not None,
+                 episodes_to_solve=at[trial], total_episodes=spent, test_mean=1.0)
+    text = write_report(exp).read_text()
+    assert re.search(r"\| Walker2d-v4 \| 2 islands \| 3 \| 3 \| 32,000 ", text), text
+    assert re.search(r"\| Walker2d-v4 \| 1 island \(ARS's shape\) \| 4 \| 3 \| 42,000 ", text)
+    assert "## The default shape against ARS's" in text
+    # on seeds 1000-1002: 32,000 / 42,000 (ARS's 40,000, 42,000, 44,000); first on all 3
+    assert re.search(r"2 islands used 0\.76\d*x the episodes of ARS's shape on the 3 seeds both "
+                     r"ran \(1 other runs left out\)", text), text
+    assert "first on 3 of 3 seeds, behind on 0" in text
 
 
 # ---- confirmations, counts and censoring (issue 42) -------------------------------------
@@ -792,7 +823,7 @@ def test_mujoco_counts_a_solved_run_without_a_count_at_its_total_not_at_zero(tmp
     assert results.loc["t0", "solved_at_total"] and results.loc["t0", "episodes_used"] == 900
     text = write_report(exp).read_text()
     # events at 300 and 900 (not at 0 and 300), one censored at 1,000: S = 2/3, then 1/3
-    assert re.search(r"\| Swimmer-v4 \| 3 \| 2 \| 900 \[300, ∞\] \| 427 \| 2\.1\d* \| 2/3 \|",
+    assert re.search(r"\| Swimmer-v4 \| 1 island \(ARS's shape\) \| 3 \| 2 \| 900 \[300, ∞\] \| 427 \| 2\.1\d* \| 2/3 \|",
                      text), text
     assert ("- 1 solved run(s) have no count to solve (solved by the final test of the hall of "
             "fame, in a summary written before such runs got one): each counts at its run's "

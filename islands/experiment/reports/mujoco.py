@@ -9,7 +9,9 @@ candidates are counted apart. A run's episodes to threshold are those spent when
 genome that later passed its test (and its confirmation) was found; unsolved runs are
 censored at the episodes they spent (Kaplan-Meier), never dropped. A solved run whose summary
 has no count (an older one, solved by the final hall-of-fame test) counts at the episodes it
-spent, an upper bound, never at 0; the report counts those runs.
+spent, an upper bound, never at 0; the report counts those runs. A task run in more than
+one shape (its runs' ``islands``) gets a row per shape, and each shape of islands is set
+against ARS's own (one island of the row's size) on the seeds both ran.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ def task_row(env_id: str, runs: pd.DataFrame) -> dict:
     selecting-test means."""
     spent, solved = runs["episodes_used"], runs["solved"].astype(bool)
     km = kaplan_meier(spent, solved)
+    islands = int(runs["islands"].iloc[0]) if "islands" in runs else 1
     ars = ARS_V2T_EPISODES.get(mujoco_task(env_id), math.nan)
     # a run counted at its total is within 3x only if its total is: an upper bound
     within = int((solved & (spent <= 3 * ars)).sum())
-    return {"task": env_id, "runs": len(runs), "solved": int(solved.sum()),
+    return {"task": env_id, "shape": shape_name(islands), "runs": len(runs),
+            "solved": int(solved.sum()),
             "median training episodes [95% CI]": km_cell(km.median, km.low, km.high,
                                                          km.no_count),
             "ARS V2-t": ars, "ratio to ARS": km.median / ars,
@@ -48,10 +52,46 @@ def task_row(env_id: str, runs: pd.DataFrame) -> dict:
             "median selecting test": runs["test_mean"].median()}
 
 
+def shape_name(islands: int) -> str:
+    """How a row's runs were shaped: ARS ran one population of the row's size."""
+    return "1 island (ARS's shape)" if islands == 1 else f"{islands} islands"
+
+
+def _by_shape(done: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """(task, islands, runs) per task and shape: the ``islands`` column, so runs kept before
+    an experiment named its arms fall under the shape they ran."""
+    k = done["islands"].fillna(1).astype(int) if "islands" in done else pd.Series(1, done.index)
+    return [(env, int(n), runs) for (env, n), runs in
+            done.assign(_k=k).groupby(["env", "_k"], sort=False)]
+
+
 def mujoco_table(results: pd.DataFrame) -> pd.DataFrame:
-    done = ran(results)
-    rows = [task_row(env, runs) for env, runs in done.groupby("env", sort=False)]
+    rows = [task_row(env, runs) for env, _, runs in _by_shape(ran(results))]
     return pd.DataFrame(rows)
+
+
+def shape_answers(results: pd.DataFrame) -> list[str]:
+    """Per task run in more than one shape: each shape against ARS's (one island), on the
+    seeds both ran (islands_vs_one.compare: ratio of medians, log-rank, sign test)."""
+    from .islands_vs_one import _verdict, compare
+
+    out = []
+    by_task: dict[str, dict[int, pd.DataFrame]] = {}
+    for env, k, runs in _by_shape(ran(results)):
+        by_task.setdefault(env, {})[k] = runs
+    for env, shapes in by_task.items():
+        if 1 not in shapes or len(shapes) < 2:
+            continue
+        one = pd.Series({"_runs": shapes[1], "_km": kaplan_meier(
+            shapes[1]["episodes_used"], shapes[1]["solved"])})
+        for k, runs in sorted(shapes.items()):
+            if k == 1:
+                continue
+            row = pd.Series({"_runs": runs, "_km": kaplan_meier(runs["episodes_used"],
+                                                                 runs["solved"])})
+            c = compare(row, one)
+            out.append(f"**{env}.** " + _verdict(c, shape_name(k), "ARS's shape") + ".")
+    return out
 
 
 def where_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -78,15 +118,25 @@ def mujoco_report(ctx: Context) -> list[str]:
     t = mujoco_table(ctx.results)
     if t.empty:
         return ["## MuJoCo locomotion against ARS", "", "No finished runs yet.", ""]
-    beat = int((t["ratio to ARS"] <= 1).sum())
-    pairs = zip(t["task"], t["ratio to ARS"], strict=True)
-    ratios = ", ".join(f"{task} {fmt(r)}" for task, r in pairs)
+    beat = int((t["ratio to ARS"] <= 1).sum())  # rows: a task in each shape it ran
+    pairs = zip(t["task"], t["shape"], t["ratio to ARS"], strict=True)
+    ratios = ", ".join(f"{task} ({shape}) {fmt(r)}" for task, shape, r in pairs)
     return ["## MuJoCo locomotion against ARS", "", *md_table(t), "",
             *footnotes(ran(ctx.results)),
             f"**Answer.** The median training episodes to the threshold are at most ARS "
-            f"V2-t's on {beat} of {len(t)} tasks (Kaplan-Meier medians; ARS's figures are "
+            f"V2-t's on {beat} of {len(t)} rows (Kaplan-Meier medians; ARS's figures are "
             f"its paper's, on the Gym v1 tasks; these runs use EnvPool's v4 builds). "
-            f"Ratios: {ratios}.", "", *_where_section(ctx.results)]
+            f"Ratios: {ratios}.", "", *_shape_section(ctx.results),
+            *_where_section(ctx.results)]
+
+
+def _shape_section(results: pd.DataFrame) -> list[str]:
+    answers = shape_answers(results)
+    if not answers:
+        return []
+    return ["## The default shape against ARS's", "",
+            "Where a task ran in islands and in ARS's shape (one island of the row's size), "
+            "on the seeds both ran:", "", *[f"- {a}" for a in answers], ""]
 
 
 def _where_section(results: pd.DataFrame) -> list[str]:
