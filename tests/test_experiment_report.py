@@ -823,8 +823,8 @@ def test_mujoco_counts_a_solved_run_without_a_count_at_its_total_not_at_zero(tmp
     assert results.loc["t0", "solved_at_total"] and results.loc["t0", "episodes_used"] == 900
     text = write_report(exp).read_text()
     # events at 300 and 900 (not at 0 and 300), one censored at 1,000: S = 2/3, then 1/3
-    assert re.search(r"\| Swimmer-v4 \| 1 island \(ARS's shape\) \| 3 \| 2 \| 900 \[300, ∞\] \| 427 \| 2\.1\d* \| 2/3 \|",
-                     text), text
+    assert re.search(r"\| Swimmer-v4 \| 1 island \(ARS's shape\) \| 3 \| 2 \| 900 \[300, ∞\] "
+                     r"\| 427 \| 2\.1\d* \| 2/3 \|", text), text
     assert ("- 1 solved run(s) have no count to solve (solved by the final test of the hall of "
             "fame, in a summary written before such runs got one): each counts at its run's "
             "totals, an upper bound (t0).") in text
