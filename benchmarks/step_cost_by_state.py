@@ -31,7 +31,7 @@ def measure(ev, X: np.ndarray, seed: int, cost) -> dict:
     spent = time.perf_counter() - t
     steps, rounds = int(r.env_steps), int(r.extra.get("rounds", 0))
     return {"steps": steps, "rounds": rounds, "s": spent,
-            "predicted s": cost.seconds(steps, rounds, 1.0)}
+            "predicted s": cost.seconds(steps, rounds, 1.0, float(np.size(r.returns)))}
 
 
 def main(argv: list[str] | None = None) -> None:

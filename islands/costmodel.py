@@ -108,43 +108,56 @@ class ClusterModel:
 
 @dataclass(frozen=True)
 class StepCost:
-    """Seconds of an evaluator's work on one core of speed 1, in two terms: per env step
-    (the env's physics and the policy's share of a batched forward pass) and per *round*
-    (one batched step of all the evaluator's live envs: its send, recv and the fixed cost of
-    a forward pass, which short episodes pay for few steps). Each term has its own serial
+    """Seconds of an evaluator's work on one core of speed 1, in three terms: per env step
+    (the env's physics and the policy's share of a batched forward pass), per *round* (one
+    batched step of all the evaluator's live envs: its send, recv and the fixed cost of a
+    forward pass, which short episodes pay for few steps) and per *episode* (its reset and
+    its end: a MuJoCo body that falls ends its episode in contact-rich steps that a hopping
+    one never takes, so short episodes cost more per step; measured on a late population
+    beside the early one: ``runtime/calibration.py``). Each term has its own serial
     fraction: the part that more evaluator threads do not speed up (Amdahl; above 1, a
     cost that grows with threads, as a round's hand-off between them). A calibration
-    without the round term (``s_per_round`` 0) is the per-step model of the first
-    calibrations, so their replays keep their clocks."""
+    without a term (``s_per_round`` or ``s_per_episode`` 0) is the model of the
+    calibrations before it, so their replays keep their clocks."""
 
     s_per_step: float
     serial_fraction: float = 0.0
     s_per_round: float = 0.0
     round_serial_fraction: float = 1.0
+    s_per_episode: float = 0.0
+    episode_serial_fraction: float = 1.0
 
     @classmethod
     def of(cls, cal: dict[str, Any]) -> StepCost:
         """The cost of a calibration record (``calibration.json``)."""
         return cls(float(cal["s_per_step"]), float(cal.get("serial_fraction", 0.0)),
                    float(cal.get("s_per_round", 0.0)),
-                   float(cal.get("round_serial_fraction", 1.0)))
+                   float(cal.get("round_serial_fraction", 1.0)),
+                   float(cal.get("s_per_episode", 0.0)),
+                   float(cal.get("episode_serial_fraction", 1.0)))
 
-    def seconds(self, steps: float, rounds: float = 0.0, par: float = 1.0) -> float:
-        """``steps`` env steps in ``rounds`` rounds on ``par`` cores' worth of threads (below
-        1: a share of one core, every part slower by 1 / par)."""
+    def seconds(self, steps: float, rounds: float = 0.0, par: float = 1.0,
+                episodes: float = 0.0) -> float:
+        """``steps`` env steps of ``episodes`` episodes in ``rounds`` rounds on ``par``
+        cores' worth of threads (below 1: a share of one core, every part slower by
+        1 / par)."""
+        terms = ((steps * self.s_per_step, self.serial_fraction),
+                 (rounds * self.s_per_round, self.round_serial_fraction),
+                 (episodes * self.s_per_episode, self.episode_serial_fraction))
         if par < 1:
-            return (steps * self.s_per_step + rounds * self.s_per_round) / par
-        return (steps * self.s_per_step * (self.serial_fraction
-                                           + (1.0 - self.serial_fraction) / par)
-                + rounds * self.s_per_round * (self.round_serial_fraction
-                                               + (1.0 - self.round_serial_fraction) / par))
+            return sum(t for t, _ in terms) / par
+        return sum(t * (f + (1.0 - f) / par) for t, f in terms)
 
     def describe(self) -> str:
-        """``64.40 us per env step (serial 0.38) + 120.0 us per round (serial 0.90)``."""
+        """``64.40 us per env step (serial 0.38) + 120.0 us per round (serial 0.90) + 1.2 ms
+        per episode (serial 0.50)``."""
         out = f"{self.s_per_step * 1e6:.2f} us per env step (serial {self.serial_fraction:.2f})"
         if self.s_per_round:
             out += (f" + {self.s_per_round * 1e6:.1f} us per round (serial "
                     f"{self.round_serial_fraction:.2f})")
+        if self.s_per_episode:
+            out += (f" + {self.s_per_episode * 1e3:.2f} ms per episode (serial "
+                    f"{self.episode_serial_fraction:.2f})")
         return out + " on one core"
 
 

@@ -259,6 +259,41 @@ def test_a_calibration_measured_once_serves_every_virtual_run(tmp_path, capsys):
         calibration.load(study, "Hopper-v4")
 
 
+def test_a_late_population_from_a_solved_run_gives_a_cost_per_episode(tmp_path, capsys):
+    """``--late RUN_DIR``: the row's shape measured again on an island started at a solved
+    run's solution, whose episodes are longer than the early ones'; the fit gains a cost per
+    episode and the record names the run and its genome. A directory without a solution, or
+    another task's, is refused with one line."""
+    from islands.runtime import calibration
+
+    run = tmp_path / "solved"
+    _run(run, _cluster(tmp_path), islands=1, max_episodes=960)
+    out = tmp_path / "cal.json"
+    assert calibration.main(["CartPole-v1", str(out), "--seconds", "0.3", "--late", str(run),
+                             "--max-episode-steps", "200"]) == 0
+    rec = json.loads(out.read_text())
+    pops = [(m["threads"], m["population"]) for m in rec["measurements"]]
+    assert pops[:3] == [(1, "early"), (1, "early"), (1, "late")] and len(pops) in (3, 6)
+    early, late = rec["measurements"][0], rec["measurements"][2]
+    assert late["mean_episode_steps"] > 2 * early["mean_episode_steps"]
+    assert rec["s_per_episode"] >= 0 and 0 <= rec["episode_serial_fraction"] <= 4
+    assert rec["late"]["run"] == str(run) and len(rec["late"]["params_sha256"]) == 16
+    assert "s_per_episode" in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for bad, msg in ((tmp_path, "holds no solution (FileNotFoundError)"),
+                     (run, "is a run of 'CartPole-v1', not 'Acrobot-v1'")):
+        env = "Acrobot-v1" if bad == run else "CartPole-v1"
+        assert calibration.main([env, str(tmp_path / "x.json"), "--late", str(bad)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1, err
+    # the clock charges the episodes' term: seconds = steps, rounds and episodes at cost
+    from islands.costmodel import StepCost
+
+    cost = StepCost(1e-5, 0.5, 1e-3, 1.0, 1e-2, 0.0)
+    assert cost.seconds(100, 10, 2, 3) == pytest.approx(
+        100 * 1e-5 * 0.75 + 10 * 1e-3 + 3 * 1e-2 / 2)
+    assert StepCost.of(rec).s_per_episode == rec["s_per_episode"]
+
+
 def test_the_clock_charges_each_env_step_and_each_evaluator_round(tmp_path):
     """One island on one CPU, no latency, no tests' stops: its calls' virtual seconds add up
     to its env steps at the calibration's seconds per step plus its evaluator's rounds

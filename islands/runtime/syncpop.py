@@ -1,15 +1,15 @@
-"""A synchronous population on the virtual clock (``--eval-workers N``): the baseline shape of
-OpenAI ES (Salimans et al. 2017) and of EvoTorch's Ray actors.
+"""A synchronous population on the virtual clock (``--eval-workers N``): the baseline shape
+of OpenAI ES (Salimans et al. 2017) and of EvoTorch's Ray actors.
 
 One master holds the strategy; every generation it sends the population to ``N`` one-CPU
 workers spread over the cluster's nodes, each evaluates its contiguous share of the
 individuals, and the generation ends when the slowest worker is done. So a generation's
-seconds are the slowest share's env steps and rounds (its envs step in lockstep: as many
-rounds as its longest episode) at the calibrated cost on one core (no threads: a worker is
-one process on one CPU), divided by its node's speed, times its own straggler draw, plus
-the broadcast and the gather (one message latency each). The
-master's own work (ask and tell) is not charged: it is microseconds beside the episodes.
-The episodes themselves are the island core's, computed for real as for any island.
+seconds are the slowest share's env steps, rounds (its envs step in lockstep: as many rounds
+as its longest episode) and episodes at the calibrated cost on one core (no threads: a
+worker is one process on one CPU), divided by its node's speed, times its own straggler
+draw, plus the broadcast and the gather (one message latency each). The master's own work
+(ask and tell) is not charged: it is microseconds beside the episodes. The episodes
+themselves are the island core's, computed for real as for any island.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from ..planning import ResourceError
 
 @dataclass(frozen=True)
 class GenWork:
-    """One generation's work: env steps and longest episode per individual, and the rounds
-    the island's own evaluator took for it (what the call's count holds)."""
+    """One generation's work: env steps, longest episode and episodes per individual, and
+    the rounds the island's own evaluator took for it (what the call's count holds)."""
 
     steps: np.ndarray
     longest: np.ndarray
     rounds: int
+    episodes: np.ndarray
 
 
 class GenerationSteps(Hook):
@@ -44,7 +45,8 @@ class GenerationSteps(Hook):
     def evaluated(self, island, gen: Generation) -> None:
         lengths = np.asarray(gen.result.lengths, dtype=np.float64).reshape(len(gen.fitness), -1)
         self.gens.append(GenWork(lengths.sum(1), lengths.max(1),
-                                 int(gen.result.extra.get("rounds", 0))))
+                                 int(gen.result.extra.get("rounds", 0)),
+                                 np.full(len(lengths), float(lengths.shape[1]))))
 
     def take(self) -> list[GenWork]:
         gens, self.gens = self.gens, []
@@ -72,8 +74,10 @@ def generation_seconds(gen: GenWork, worker_nodes: Sequence[int], nodes: Sequenc
     k = len(worker_nodes)
     steps = np.array_split(np.asarray(gen.steps, dtype=np.float64), k)
     longest = np.array_split(np.asarray(gen.longest, dtype=np.float64), k)
+    episodes = np.array_split(np.asarray(gen.episodes, dtype=np.float64), k)
     counted = gen.rounds > 0  # an evaluator without rounds: the per-step model alone
-    slowest = max(cost.seconds(float(s.sum()), float(ln.max(initial=0.0)) if counted else 0.0)
+    slowest = max(cost.seconds(float(s.sum()), float(ln.max(initial=0.0)) if counted else 0.0,
+                               1.0, float(e.sum()))
                   / nodes[j].speed * straggle()
-                  for s, ln, j in zip(steps, longest, worker_nodes, strict=True))
+                  for s, ln, e, j in zip(steps, longest, episodes, worker_nodes, strict=True))
     return slowest + 2 * latency_s

@@ -221,7 +221,7 @@ class VirtualArchipelago:
         results, seconds = [], 0.0  # the batch's: its islands run one after another
         for c in calls:
             core = self.cores[c.island]
-            steps0, rounds0 = core.counters.env_steps, core.counters.rounds
+            c0 = dataclasses.replace(core.counters)  # its counts before the call
             # its checkpoint waits until the call is known to complete: a node that fails
             # during the call leaves the checkpoint from before it, as on a real node
             store, core.storage = core.storage, None
@@ -235,12 +235,14 @@ class VirtualArchipelago:
                 core.storage = store
                 self.compute_s += time.perf_counter() - t0
             spec = self.plan[c.island]
-            steps = core.counters.env_steps - steps0
-            rounds = core.counters.rounds - rounds0
+            steps = core.counters.env_steps - c0.env_steps
+            rounds = core.counters.rounds - c0.rounds
+            episodes = core.counters.episodes - c0.episodes
             if self.workers:
-                own = self._synchronous_s(c.island, steps, rounds) + spec.slowdown_s * c.k
+                own = (self._synchronous_s(c.island, steps, rounds, episodes)
+                       + spec.slowdown_s * c.k)
             else:
-                own = (self.work_s(host, spec, steps, rounds) / node.speed
+                own = (self.work_s(host, spec, steps, rounds, episodes) / node.speed
                        + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
             r.report.call_s = own  # the modelled seconds, not this machine's
             seconds += own
@@ -265,7 +267,7 @@ class VirtualArchipelago:
                  for j in used]
         return min((t for t in times if t is not None), default=None)
 
-    def _synchronous_s(self, island: int, steps: int, rounds: int) -> float:
+    def _synchronous_s(self, island: int, steps: int, rounds: int, episodes: int) -> float:
         """The call's generations, each waiting for the slowest of the island's workers;
         the call's other ``steps`` and ``rounds`` (re-evaluations of offers, on fresh
         episodes) shared evenly by the workers, at the slowest one's speed."""
@@ -277,7 +279,8 @@ class VirtualArchipelago:
                                          self.cluster.latency_s) for g in gens)
         rest = max(0.0, steps - sum(float(g.steps.sum()) for g in gens))
         rest_rounds = max(0.0, rounds - sum(g.rounds for g in gens))
-        return seconds + (self.cost.seconds(rest, rest_rounds) / len(mine)
+        rest_episodes = max(0.0, episodes - sum(float(g.episodes.sum()) for g in gens))
+        return seconds + (self.cost.seconds(rest, rest_rounds, 1.0, rest_episodes) / len(mine)
                           / min(nodes[j].speed for j in mine))
 
     def _fail(self, host: int, at: float) -> Event:
@@ -293,8 +296,10 @@ class VirtualArchipelago:
         return self._event(at + self.cluster.latency_s,
                            error=CallLost(f"node {self.node_of_host[host]} failed (virtual)"))
 
-    def work_s(self, host: int, spec: IslandSpec, steps: float, rounds: float) -> float:
-        """Seconds of ``steps`` env steps in ``rounds`` rounds of ``spec``'s island in
+    def work_s(self, host: int, spec: IslandSpec, steps: float, rounds: float,
+               episodes: float = 0.0) -> float:
+        """Seconds of ``steps`` env steps (``episodes`` episodes) in ``rounds`` rounds of
+        ``spec``'s island in
         process ``host``, on cores of speed 1. Its evaluator runs ``round(num_cpus)``
         threads (at least one, as the island actor builds it), within its process's CPUs,
         which its islands take one after another; each term's serial fraction does not
@@ -302,7 +307,7 @@ class VirtualArchipelago:
         work takes 1 / CPUs as long."""
         cpus = sum(float(s.num_cpus or 0.0) for s in self.hosts[host].islands) or 1.0
         threads = max(1, round(float(spec.num_cpus or 1.0)))
-        return self.cost.seconds(steps, rounds, min(cpus, threads))
+        return self.cost.seconds(steps, rounds, min(cpus, threads), episodes)
 
     def report(self, ids: list[int | None], batch: Event) -> Event:
         """Processed when it comes due: behind the coordinator's earlier reports."""
@@ -327,7 +332,8 @@ class VirtualArchipelago:
         res = sequential_test(spec, cand.params, cand.obs_stats, seed,
                               self.cfg.fitness_target if stop_early else None)
         self.compute_s += time.perf_counter() - t0
-        seconds = self.cost.seconds(float(res.get("env_steps", 0)), float(res.get("rounds", 0)))
+        seconds = self.cost.seconds(float(res.get("env_steps", 0)), float(res.get("rounds", 0)),
+                                    1.0, float(res.get("episodes", 0)))
         return self._event(self.now + seconds + 2 * self.cluster.latency_s, res)
 
     def wait(self, futures: Sequence[Event], timeout: float) -> list[Event]:
