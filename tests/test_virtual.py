@@ -269,11 +269,13 @@ def test_a_late_population_from_a_solved_run_gives_a_cost_per_episode(tmp_path, 
     run = tmp_path / "solved"
     _run(run, _cluster(tmp_path), islands=1, max_episodes=960)
     out = tmp_path / "cal.json"
-    assert calibration.main(["CartPole-v1", str(out), "--seconds", "0.3", "--late", str(run),
+    # --seconds 0: two generations per shape, so that their episodes are the seeds' alone
+    assert calibration.main(["CartPole-v1", str(out), "--seconds", "0", "--late", str(run),
                              "--max-episode-steps", "200"]) == 0
     rec = json.loads(out.read_text())
     pops = [(m["threads"], m["population"]) for m in rec["measurements"]]
-    assert pops[:3] == [(1, "early"), (1, "early"), (1, "late")] and len(pops) in (3, 6)
+    assert pops[:4] == [(1, "early"), (1, "early"), (1, "late"), (1, "late")]
+    assert len(pops) in (4, 8)
     early, late = rec["measurements"][0], rec["measurements"][2]
     assert late["mean_episode_steps"] > 2 * early["mean_episode_steps"]
     assert rec["s_per_episode"] >= 0 and 0 <= rec["episode_serial_fraction"] <= 4

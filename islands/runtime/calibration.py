@@ -14,7 +14,7 @@ Hopper-v4 run's seconds per step fall by a third as its episodes lengthen:
 docs/results/virtual-time.md, stage 3). The two shapes put more and fewer steps in each
 round, so their generations separate the terms (non-negative least squares); the two thread
 counts give each term's serial fraction, the part more threads do not speed up (Amdahl's
-law). Given a solved run (``late``), the row's shape is measured once more on a *late*
+law). Given a solved run (``late``), both shapes are measured once more on a *late*
 population, an island started at that run's solution with its observation statistics: its
 episodes are long where the early ones are short, which separates a third term, per episode
 (a Hopper-v4 step late in a run costs 0.70 of an early one's: docs/results/virtual-time.md,
@@ -52,8 +52,8 @@ def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S,
     thread and each one's serial fraction from two threads, where this machine has two
     cores."""
     def shaped(t: int) -> list[dict[str, Any]]:
-        early = [_measure(cfg, spec, t, seconds, e) for e in shapes(spec)]
-        return early + ([] if late is None else [_measure(cfg, spec, t, seconds, None, late)])
+        return [_measure(cfg, spec, t, seconds, e, start)
+                for start in (None, *([] if late is None else [late])) for e in shapes(spec)]
 
     per = {t: shaped(t) for t in ((1, 2) if (os.cpu_count() or 1) >= 2 else (1,))}
     one = _fit(per[1], late is not None)
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("env", help="the environment (its row of the environment table)")
     p.add_argument("file", help="where the calibration record goes (JSON)")
     p.add_argument("--seconds", type=float, default=MEASURE_S,
-                   help=f"seconds measured per shape, of four (six with --late; default "
+                   help=f"seconds measured per shape, of four (eight with --late; default "
                         f"{MEASURE_S:g})")
     p.add_argument("--late", metavar="RUN_DIR",
                    help="a solved run of ENV (its solution): measure a late population "
