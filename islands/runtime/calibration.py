@@ -1,16 +1,16 @@
-"""Seconds per environment step and per evaluator round on one core of this machine: what a
-virtual second is made of (``runtime/virtual.py``, ``costmodel.StepCost``).
+"""Seconds per environment step, per evaluator round and per episode on one core of this
+machine: what a virtual second is made of (``runtime/virtual.py``, ``costmodel.StepCost``).
 
 One island of the run's plan (its strategy, population, policy and environment) evolves in
 this process for a few seconds after a warm-up generation, four times: on one evaluator
 thread and on two, each in two shapes (``shapes``): the row's episodes per evaluation, and
 ``SPREAD`` times as many (or a ``SPREAD``-th as many where the pool could not hold them at
 once). The seconds include the policy's forward passes and the strategy's own work per
-generation, as an island call's do. A call's seconds are two terms: per env step, and per
-*round* (one batched step of the evaluator's live envs: the fixed cost of a send, a recv and
-a forward pass). Early generations, whose episodes are short and uneven, pay the round's
-cost for few steps; late ones, with every env live for 1,000 steps, for many (a real
-Hopper-v4 run's seconds per step fall by a third as its episodes lengthen:
+generation, as an island call's do. A call's seconds are two terms (three: below): per env
+step, and per *round* (one batched step of the evaluator's live envs: the fixed cost of a
+send, a recv and a forward pass). Early generations, whose episodes are short and uneven,
+pay the round's cost for few steps; late ones, with every env live for 1,000 steps, for many
+(a real Hopper-v4 run's seconds per step fall by a third as its episodes lengthen:
 docs/results/virtual-time.md, stage 3). The two shapes put more and fewer steps in each
 round, so their generations separate the terms (non-negative least squares); the two thread
 counts give each term's serial fraction, the part more threads do not speed up (Amdahl's
@@ -147,16 +147,15 @@ def _serial(s1: float, s2: float) -> float:
     return 1.0 if s1 <= 0 else min(MAX_SERIAL, max(0.0, 2 * s2 / s1 - 1))
 
 
-def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float,
-             episodes: int | None, late: Late | None = None) -> dict[str, Any]:
-    """``spec``'s island on ``threads`` evaluator threads, ``episodes`` per evaluation (None:
-    the row's), for ``seconds``; started at ``late``'s solution where given."""
+def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float, episodes: int,
+             late: Late | None = None) -> dict[str, Any]:
+    """``spec``'s island on ``threads`` evaluator threads, ``episodes`` per evaluation, for
+    ``seconds``; started at ``late``'s solution where given."""
     from ..island.core import IslandCore
     from ..output.segments import machine
     from .virtual import one_torch_thread
 
     one_torch_thread(load=cfg.uses_policy)
-    episodes = int(spec.episodes or 1) if episodes is None else episodes
     shaped = spec.replace(slowdown_s=0.0, episodes=episodes)
     if late is not None:
         shaped = shaped.replace(x0=tuple(float(v) for v in late.params))

@@ -4,8 +4,9 @@ gives (``--runtime virtual --cluster FILE``).
 
 Each call is computed for real when it is sent (real episodes on this machine's cores, so
 episodes and fitness are the algorithm's own) and completes at a virtual time: an island
-batch after its islands' environment steps and evaluator rounds at the calibrated seconds
-per step and per round (``costmodel.StepCost``, from ``runtime/calibration.py``), sped up
+batch after its islands' environment steps, evaluator rounds and episodes at the
+calibrated seconds per step, round and episode (``costmodel.StepCost``, from
+``runtime/calibration.py``), sped up
 by the island's evaluator threads as far as each term's serial fraction allows (Amdahl)
 and by its node's speed, times a straggler draw, plus one
 message latency each way; a coordinator report after its latency, in turn behind the
