@@ -279,6 +279,10 @@ def test_a_late_population_from_a_solved_run_gives_a_cost_per_episode(tmp_path, 
     early, late = rec["measurements"][0], rec["measurements"][2]
     assert late["mean_episode_steps"] > 2 * early["mean_episode_steps"]
     assert rec["s_per_episode"] >= 0 and 0 <= rec["episode_serial_fraction"] <= 4
+    # the record holds its generations: its one-thread fit is redone from it alone
+    one = [m for m in rec["measurements"] if m["threads"] == 1]
+    assert calibration._fit(one, True) == pytest.approx(
+        (rec["s_per_round"], rec["s_per_step"], rec["s_per_episode"]))
     assert rec["late"]["run"] == str(run) and len(rec["late"]["params_sha256"]) == 16
     assert "s_per_episode" in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     for bad, msg in ((tmp_path, "holds no solution (FileNotFoundError)"),

@@ -65,8 +65,9 @@ def calibrate(cfg: Config, spec: IslandSpec, seconds: float = MEASURE_S,
            "serial_fraction": serial(1), "round_serial_fraction": serial(0),
            "two_threads": None if two is None else two[1],
            "two_threads_round": None if two is None else two[0],
-           "measurements": [{k: v for k, v in m.items() if k not in ("gens", "machine")}
-                            for m in runs]}
+           # each measurement with its generations (rounds, steps, episodes, seconds), so
+           # that the fit can be checked or redone from the record alone
+           "measurements": [{k: v for k, v in m.items() if k != "machine"} for m in runs]}
     if late is not None:
         rec |= {"s_per_episode": one[2], "episode_serial_fraction": serial(2),
                 "two_threads_episode": None if two is None else two[2],
@@ -161,7 +162,7 @@ def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float, episod
         shaped = shaped.replace(x0=tuple(float(v) for v in late.params))
     core = IslandCore(shaped, cfg.eval_spec(), run_seed=cfg.seed, num_threads=threads,
                       device="cpu")
-    gens: list[tuple[int, int, int, float]] = []  # per generation: rounds, steps, episodes, s
+    gens: list[list] = []  # per generation: rounds, steps, episodes, seconds
     try:
         if late is not None and late.obs_stats is not None:
             core.set_obs_stats(late.obs_stats)
@@ -171,8 +172,8 @@ def _measure(cfg: Config, spec: IslandSpec, threads: int, seconds: float, episod
                 and len(gens) < MAX_GENERATIONS:
             steps0, rounds0, ep0, t = c.env_steps, c.rounds, c.episodes, time.perf_counter()
             core.evolve(1)
-            gens.append((c.rounds - rounds0, c.env_steps - steps0, c.episodes - ep0,
-                         time.perf_counter() - t))
+            gens.append([c.rounds - rounds0, c.env_steps - steps0, c.episodes - ep0,
+                         time.perf_counter() - t])  # a list: as the JSON record reads back
     finally:
         core.close()
     spent = sum(g[3] for g in gens)
