@@ -304,7 +304,8 @@ def test_the_clock_charges_each_env_step_and_each_evaluator_round(tmp_path):
     """One island on one CPU, no latency, no tests' stops: its calls' virtual seconds add up
     to its env steps at the calibration's seconds per step plus its evaluator's rounds
     (EnvPool's batched steps, each at least one per step of the longest episode) at the
-    seconds per round; without the round term, the per-step model of old calibrations."""
+    seconds per round (and, with a per-episode term, its episodes at that cost); without the
+    round term, the per-step model of old calibrations."""
     from islands.costmodel import StepCost
 
     doc = {"cluster_name": "t", "provider": {"type": "aws"}, "head_node_type": "head",
@@ -313,17 +314,21 @@ def test_the_clock_charges_each_env_step_and_each_evaluator_round(tmp_path):
            "metadata": {"islands_virtual": {"latency_s": 0, "coordinator_s": 0}}}
     cluster = _cluster(tmp_path, doc)
     runs = {}
-    for name, per_round in (("steps", 0.0), ("rounds", 1e-3)):
+    for name, per_round, per_episode in (("steps", 0.0, 0.0), ("rounds", 1e-3, 0.0),
+                                         ("episodes", 1e-3, 1e-2)):
         cal = tmp_path / f"{name}.json"
         cal.write_text(json.dumps({"env": "CartPole-v1", "s_per_step": 1e-5,
-                                   "s_per_round": per_round}))
+                                   "s_per_round": per_round, "s_per_episode": per_episode}))
         runs[name] = _run(tmp_path / name, cluster, islands=1, calibration=str(cal),
                           max_episodes=160)
-    (_, m0), (s1, m1) = runs["steps"], runs["rounds"]
+    (_, m0), (s1, m1), (_, m2) = runs["steps"], runs["rounds"], runs["episodes"]
     steps, rounds = int(m1.env_steps.iloc[-1]), s1["island_rounds"]
     assert list(m0.env_steps) == list(m1.env_steps)  # the same calls, on other clocks
     assert m0.call_s.sum() == pytest.approx(steps * 1e-5)
     assert m1.call_s.sum() == pytest.approx(steps * 1e-5 + rounds * 1e-3)
+    assert list(m2.env_steps) == list(m1.env_steps)
+    assert m2.call_s.sum() == pytest.approx(steps * 1e-5 + rounds * 1e-3
+                                            + int(m1.episodes.iloc[-1]) * 1e-2)
     episodes = np.diff(m1.episodes, prepend=0)
     lengths = np.diff(m1.env_steps, prepend=0) / episodes
     assert rounds >= lengths.sum() and rounds < steps  # a round steps every live env
