@@ -73,7 +73,7 @@ def mujoco_table(results: pd.DataFrame) -> pd.DataFrame:
 def shape_answers(results: pd.DataFrame) -> list[str]:
     """Per task run in more than one shape: each shape against ARS's (one island), on the
     seeds both ran (islands_vs_one.compare: ratio of medians, log-rank, sign test)."""
-    from .islands_vs_one import _verdict, compare
+    from .islands_vs_one import _km, _verdict, compare
 
     out = []
     by_task: dict[str, dict[int, pd.DataFrame]] = {}
@@ -82,14 +82,11 @@ def shape_answers(results: pd.DataFrame) -> list[str]:
     for env, shapes in by_task.items():
         if 1 not in shapes or len(shapes) < 2:
             continue
-        one = pd.Series({"_runs": shapes[1], "_km": kaplan_meier(
-            shapes[1]["episodes_used"], shapes[1]["solved"])})
+        one = pd.Series({"_runs": shapes[1], "_km": _km(shapes[1])})
         for k, runs in sorted(shapes.items()):
             if k == 1:
                 continue
-            row = pd.Series({"_runs": runs, "_km": kaplan_meier(runs["episodes_used"],
-                                                                 runs["solved"])})
-            c = compare(row, one)
+            c = compare(pd.Series({"_runs": runs, "_km": _km(runs)}), one)
             out.append(f"**{env}.** " + _verdict(c, shape_name(k), "ARS's shape") + ".")
     return out
 
