@@ -6,10 +6,9 @@ Each call is computed for real when it is sent (real episodes on this machine's 
 episodes and fitness are the algorithm's own) and completes at a virtual time: an island
 batch after its islands' environment steps, evaluator rounds and episodes at the
 calibrated seconds per step, round and episode (``costmodel.StepCost``, from
-``runtime/calibration.py``), sped up
-by the island's evaluator threads as far as each term's serial fraction allows (Amdahl)
-and by its node's speed, times a straggler draw, plus one
-message latency each way; a coordinator report after its latency, in turn behind the
+``runtime/calibration.py``), sped up by the island's evaluator threads as far as each
+term's serial fraction allows (Amdahl) and by its node's speed, times a straggler draw,
+plus one message latency each way; a coordinator report after its latency, in turn behind the
 reports before it (one coordinator, one report at a time) and its own cost; a candidate
 test after its steps on one core of the head. Island state depends only on its own calls,
 so computing a batch when it is sent is exact; the coordinator's state depends on the order
@@ -300,8 +299,7 @@ class VirtualArchipelago:
     def work_s(self, host: int, spec: IslandSpec, steps: float, rounds: float,
                episodes: float = 0.0) -> float:
         """Seconds of ``steps`` env steps (``episodes`` episodes) in ``rounds`` rounds of
-        ``spec``'s island in
-        process ``host``, on cores of speed 1. Its evaluator runs ``round(num_cpus)``
+        ``spec``'s island in process ``host``, on cores of speed 1. Its evaluator runs ``round(num_cpus)``
         threads (at least one, as the island actor builds it), within its process's CPUs,
         which its islands take one after another; each term's serial fraction does not
         speed up with threads (Amdahl). A process with less than one CPU shares a core: its
