@@ -299,8 +299,8 @@ class VirtualArchipelago:
     def work_s(self, host: int, spec: IslandSpec, steps: float, rounds: float,
                episodes: float = 0.0) -> float:
         """Seconds of ``steps`` env steps (``episodes`` episodes) in ``rounds`` rounds of
-        ``spec``'s island in process ``host``, on cores of speed 1. Its evaluator runs ``round(num_cpus)``
-        threads (at least one, as the island actor builds it), within its process's CPUs,
+        ``spec``'s island in process ``host``, on cores of speed 1. Its evaluator runs
+        ``round(num_cpus)`` threads (at least one, as the island actor builds it), within its process's CPUs,
         which its islands take one after another; each term's serial fraction does not
         speed up with threads (Amdahl). A process with less than one CPU shares a core: its
         work takes 1 / CPUs as long."""
