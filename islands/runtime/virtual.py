@@ -300,10 +300,10 @@ class VirtualArchipelago:
                episodes: float = 0.0) -> float:
         """Seconds of ``steps`` env steps (``episodes`` episodes) in ``rounds`` rounds of
         ``spec``'s island in process ``host``, on cores of speed 1. Its evaluator runs
-        ``round(num_cpus)`` threads (at least one, as the island actor builds it), within its process's CPUs,
-        which its islands take one after another; each term's serial fraction does not
-        speed up with threads (Amdahl). A process with less than one CPU shares a core: its
-        work takes 1 / CPUs as long."""
+        ``round(num_cpus)`` threads (at least one, as the island actor builds it), within
+        its process's CPUs, which its islands take one after another; each term's serial
+        fraction does not speed up with threads (Amdahl). A process with less than one CPU
+        shares a core: its work takes 1 / CPUs as long."""
         cpus = sum(float(s.num_cpus or 0.0) for s in self.hosts[host].islands) or 1.0
         threads = max(1, round(float(spec.num_cpus or 1.0)))
         return self.cost.seconds(steps, rounds, min(cpus, threads), episodes)
