@@ -21,18 +21,18 @@ from islands.experiment.spec import check_trials, trial_config
 EXPERIMENTS = ROOT / "experiments"
 FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cmaes", "mujoco",
          "islands-vs-one", "mujoco-long", "humanoid", "virtual-time", "virtual-time-straggler",
-         "virtual-time-hopper", "virtual-time-hopper-straggler")
+         "virtual-time-hopper", "virtual-time-hopper-straggler", "cluster-scaling")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
                "neuromod-vs-cmaes": 10, "mujoco": 25, "islands-vs-one": 180, "mujoco-long": 10,
                "humanoid": 1, "virtual-time": 60,
                "virtual-time-straggler": 20, "virtual-time-hopper": 60,
-               "virtual-time-hopper-straggler": 20}
+               "virtual-time-hopper-straggler": 20, "cluster-scaling": 400}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
 EVALUATION_BUDGETED = ("network-scaling", "worker-scaling", "neuromod-vs-cmaes")
 # ... and at an episode budget (MuJoCo: ARS counts episodes)
 EPISODE_BUDGETED = ("mujoco", "islands-vs-one", "mujoco-long", "humanoid", "virtual-time",
                     "virtual-time-straggler", "virtual-time-hopper",
-                    "virtual-time-hopper-straggler")
+                    "virtual-time-hopper-straggler", "cluster-scaling")
 # files that share another's report kind
 SHARED_REPORT = {"mujoco-long": "mujoco", "humanoid": "mujoco",
                  "virtual-time-straggler": "virtual-time", "virtual-time-hopper": "virtual-time",
@@ -466,3 +466,22 @@ def test_islands_vs_one_runs_three_shapes_per_k_on_the_same_cores():
                                                                            "x4"))}
     assert spec.grid["env"] == ["LunarLander-v3", "Hopper-v4", "HalfCheetah-v4"]
     assert min(spec.seeds) >= 4000 and len(spec.seeds) >= 10
+
+
+def test_the_cluster_scaling_arms_fill_each_cluster_with_their_shape(tmp_path):
+    """One name per shape across cluster sizes (the report's speedup compares an arm with
+    itself), so the island and worker counts come from each cluster file (``fill``)."""
+    counts = {}
+    for t in trials(load("cluster-scaling", "laptop")):
+        if t.params["env"] != "Hopper-v4" or t.seed != 7000:
+            continue
+        c = trial_config(t, str(tmp_path / t.trial_id), "n")
+        cores = os.path.basename(c.cluster).split(".")[0]
+        counts[cores, t.params["arm"]] = (c.islands, c.cpus_per_island, c.eval_workers)
+        assert c.runtime == "virtual" and c.calibration.endswith("cluster-scaling/calibration")
+    for size, nodes in (("c16", 2), ("c64", 8), ("c16-hetero", 2), ("c64-hetero", 8)):
+        cores = 8 * nodes
+        assert counts[size, "islands"] == counts[size, "islands-x4"] == (nodes, 8, None)
+        assert counts[size, "islands-2cpu"] == (4 * nodes, 2, None)
+        assert counts[size, "one"] == (1, 8, None)
+        assert counts[size, "sync"][0::2] == (1, cores)  # a worker on every core

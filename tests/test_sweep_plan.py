@@ -44,3 +44,15 @@ def test_a_failed_run_is_recorded_with_its_reason():
         "status": "oom", "reason": "MemoryError: cannot allocate 10 GB"}
     assert failure_of(ValueError("bad\nthe last line says why")) == {
         "status": "crashed", "reason": "the last line says why"}
+
+
+def test_a_virtual_trial_keeps_its_share_and_books_one_node_whole():
+    """Its islands live on its cluster file's nodes (8-CPU islands on a 2-core laptop), and
+    it runs in the trial's process with its evaluators on all the cores: one at a time."""
+    c = cfg(runtime="virtual", cluster="cluster/virtual/c64.yaml", islands="fill",
+            cpus_per_island=8)
+    assert c.islands == 8
+    share, bundles, shared = _plan_one(c, LAPTOP)
+    assert (share, bundles, shared) == (8, [{"CPU": 2.0}], False)
+    assert exclusive_concurrency({"t": type("P", (), {"exclusive_cpus":
+                                                      exclusive_cpus(bundles)})()}, 2.0) == 1

@@ -335,3 +335,51 @@ def test_the_clock_charges_each_env_step_and_each_evaluator_round(tmp_path):
     cost = StepCost(1e-5, 0.5, 1e-3, 1.0)
     assert cost.seconds(100, 10, 2) == pytest.approx(100 * 1e-5 * 0.75 + 10 * 1e-3)
     assert cost.seconds(100, 10, 0.5) == pytest.approx((100 * 1e-5 + 10 * 1e-3) * 2)
+
+
+@pytest.mark.parametrize("cluster, opts, islands, workers", [
+    ("cluster/virtual/c16.yaml", dict(cpus_per_island=8), 2, None),  # one per 8-CPU node
+    ("cluster/virtual/c16.yaml", dict(cpus_per_island=3), 4, None),  # 2 a node, 2 CPUs idle
+    ("cluster/virtual/c1024-hetero.yaml", dict(cpus_per_island=8), 128, None),
+    ("cluster/virtual/c64.yaml", dict(), 64, None),  # --cpus-per-island's default: 1
+    ("cluster/virtual/c64.yaml", dict(islands=1, eval_workers="fill"), 1, 64),
+    ("cluster/virtual/c64.yaml", dict(islands=4, eval_workers="FILL"), 4, 16),
+])
+def test_fill_counts_islands_and_workers_from_the_cluster_files_nodes(cluster, opts, islands,
+                                                                      workers):
+    from islands.config import from_dict, resolve
+
+    opts = {"islands": "fill", **opts}
+    c = resolve(from_dict(dict(env="CartPole-v1", runtime="virtual", cluster=cluster,
+                               **opts)), check_env=False)
+    assert (c.islands, c.eval_workers) == (islands, workers)
+    assert resolve(c, check_env=False).islands == islands  # resolving again keeps it
+
+
+def test_fill_runs_on_the_virtual_cluster_and_on_this_machine(tmp_path):
+    import os
+
+    from islands.config import from_dict, resolve
+
+    s, m = _run(tmp_path / "run", _cluster(tmp_path), islands="fill", max_episodes=96)
+    assert s["islands"] == 3 and sorted(m.island.unique()) == [0, 1, 2]  # 3 one-CPU nodes
+    c = resolve(from_dict(dict(env="CartPole-v1", islands="fill")), check_env=False)
+    assert c.islands == os.cpu_count() and c.cpus_per_island == 1.0  # the embedded Ray's
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["--islands", "fil"], "--islands: expected an integer or fill, got 'fil'"),
+    (["--islands", "fill", "--address", "auto"],
+     "--islands fill counts the nodes before the run starts: on --address give a number"),
+    (["--islands", "fill", "--runtime", "virtual", "--cluster", "cluster/virtual/c16.yaml",
+      "--cpus-per-island", "16"],
+     "--islands fill: no node holds an island of 16 CPUs (nodes: 8, 8)"),
+    (["--islands", "fill", "--elastic", "1:4"], "--islands fill and --elastic"),
+])
+def test_bad_fill_options_are_one_line_and_exit_2(tmp_path, capsys, args, expect):
+    code = launch.main(["--env", "CartPole-v1", *args, "--out", str(tmp_path / "run"),
+                        "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("islands.launch: error: "), err
+    assert expect in err and "\n" not in err, err
+    assert not (tmp_path / "run").exists()

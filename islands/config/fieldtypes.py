@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import (
     AfterValidator,
@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .. import topology as topo
-from .schema import FIELDS, ISLAND_SPEC_KEYS, ConfigError, flag
+from .schema import FIELDS, FILL, ISLAND_SPEC_KEYS, ConfigError, flag
 
 _NONE = ("none", "null", "")
 _TRUE = ("on", "true", "yes", "1")
@@ -71,6 +71,11 @@ def _is_none(v: Any) -> bool:
 
 def _none_or_auto(v: Any) -> Any:
     return None if _is_none(v) or str(v).lower() == "auto" else v
+
+
+def _fill(v: Any) -> Any:
+    """``fill`` (any case) -> FILL: a count the cluster's CPUs decide (config.resolve)."""
+    return FILL if isinstance(v, str) and v.strip().lower() == FILL else v
 
 
 def _int(v: Any) -> Any:
@@ -237,6 +242,8 @@ _AUTO = BeforeValidator(_none_or_auto)  # none / null / auto / "": unset
 KINDS: dict[str, tuple[Any, str | None]] = {
     "int": (Int, None),
     "optint": (Annotated[Int | None, _AUTO], None),
+    "fillint": (Annotated[Int | Literal["fill"] | None, _AUTO, BeforeValidator(_fill)],
+                "an integer or fill"),
     "float": (Float, None),
     "optfloat": (Annotated[Float | None, _AUTO], None),
     "bool": (Bool, None),

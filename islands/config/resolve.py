@@ -17,7 +17,7 @@ from ..envdefaults import GENERIC, env_defaults
 from ..island.restarts import DEFAULT_PATIENCE
 from .checks import check
 from .fieldtypes import coerce
-from .schema import DETERMINISTIC_TESTS, NOISY_TESTS, Config, ConfigError, flag
+from .schema import DETERMINISTIC_TESTS, FILL, NOISY_TESTS, Config, ConfigError, flag
 
 # Fields the environment table fills when the user leaves them unset.
 _TABLE_FIELDS = ("strategy", "policy", "popsize", "episodes", "max_episode_steps", "obs_norm",
@@ -36,6 +36,7 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
     if check_env and c.problem is None:
         check_env_id(c.env, c.backend, c.env_module)
     _fill_env_defaults(c)
+    _fill_counts(c)
     _fill_test_defaults(c)
     check(c)
     if check_env and c.problem is None:
@@ -132,6 +133,58 @@ def _fill_env_defaults(c: Config) -> None:
         c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island
     if c.islands is None:  # the row's measured best shape, else one island per CPU
         c.islands = int(row.get("islands") or max(1, os.cpu_count() or 1))
+
+
+def _fill_counts(c: Config) -> None:
+    """``--islands fill``: as many islands of ``--cpus-per-island`` (default 1) as each node
+    holds, summed over the nodes; ``--eval-workers fill``: as many one-CPU workers per island
+    as the nodes' whole CPUs hold (:func:`runtime.syncpop.place_workers` packs them so). The
+    nodes: the ``--cluster`` file's with ``--runtime virtual`` (its CPU-less head holds
+    none), this machine's CPUs on the embedded Ray. A cluster joined with ``--address`` is
+    known only once the driver connects, so there it is refused (give a count)."""
+    if FILL not in (c.islands, c.eval_workers):
+        return
+    what = "--islands fill" if c.islands == FILL else "--eval-workers fill"
+    if c.elastic is not None and c.islands == FILL:
+        raise ConfigError("--islands fill and --elastic: an elastic run follows the cluster "
+                          "already (its range bounds the islands)")
+    if c.island_specs is not None and c.islands == FILL:
+        raise ConfigError("--islands fill and island_specs: island_specs fixes the islands")
+    cpus = _node_cpus(c, what)
+    if c.islands == FILL:
+        c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island
+        share = float(c.cpus_per_island)
+        if not share > 0:
+            raise ConfigError(f"--cpus-per-island must be > 0, got {c.cpus_per_island}")
+        c.islands = sum(int(n / share + 1e-9) for n in cpus)
+        if c.islands < 1:
+            raise ConfigError(f"--islands fill: no node holds an island of "
+                              f"{share:g} CPUs (nodes: {_cpus_list(cpus)})")
+    if c.eval_workers == FILL:
+        c.eval_workers = sum(int(n + 1e-9) for n in cpus) // max(1, int(c.islands))
+        if c.eval_workers < 1:
+            raise ConfigError(f"--eval-workers fill: the nodes' whole CPUs "
+                              f"({_cpus_list(cpus)}) hold no worker for each of "
+                              f"{c.islands} islands")
+
+
+def _node_cpus(c: Config, what: str) -> list[float]:
+    """The CPUs of each node the run's islands may use (``_fill_counts``)."""
+    from ..costmodel import load_cluster
+
+    if c.runtime == "virtual":
+        if c.cluster is None:
+            raise ConfigError(f"{what} with --runtime virtual needs --cluster FILE")
+        return [n.cpus for n in load_cluster(c.cluster).nodes if n.cpus > 0]
+    if c.address is not None:
+        raise ConfigError(f"{what} counts the nodes before the run starts: on --address "
+                          "give a number (or model the cluster: --runtime virtual --cluster "
+                          "FILE)")
+    return [float(os.cpu_count() or 1)]
+
+
+def _cpus_list(cpus: list[float]) -> str:
+    return ", ".join(f"{n:g}" for n in cpus) or "none with CPUs"
 
 
 def _derive(c: Config) -> None:

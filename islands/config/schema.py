@@ -40,6 +40,7 @@ ISLAND_SPEC_KEYS = (
 )
 
 
+FILL = "fill"  # --islands / --eval-workers: as many as the cluster's CPUs hold (resolve)
 RUNTIMES = ("ray", "virtual")  # what runs the islands (runtime/archipelago, runtime/virtual)
 
 
@@ -129,9 +130,11 @@ class Config:
         None, "episode limit of the test; default: the environment's own limit (the standard "
         "task)", "optint", metavar="N")
     # ---- the islands --------------------------------------------------------------------
-    islands: int | None = _opt(
+    islands: int | str | None = _opt(
         None, "number of islands (default: len(island_specs), else the env table's where its "
-        "row names one, else one per CPU of this machine)", "optint", metavar="N")
+        "row names one, else one per CPU of this machine), or fill: as many islands of "
+        "--cpus-per-island (default 1) as the cluster's nodes hold (--runtime virtual: the "
+        "--cluster file's; the embedded Ray: this machine's CPUs)", "fillint", metavar="N")
     strategy: str | None = _opt(
         None, f"strategy per island, comma list assigned round-robin ({_names(STRATEGIES)}); "
         "default: env table", metavar="NAMES")
@@ -294,11 +297,11 @@ class Config:
         "earlier run's, for a replay), or from DIR/calibration-<env>.json (one directory "
         "for a study's tasks); default: measured on this machine at the start",
         metavar="FILE|DIR")
-    eval_workers: int | None = _opt(
+    eval_workers: int | str | None = _opt(
         None, "--runtime virtual: a synchronous population (OpenAI ES's and EvoTorch's "
         "Ray-actor shape): each island's population evaluated by N one-CPU workers across "
-        "the cluster's nodes, every generation waiting for its slowest worker",
-        "optint", metavar="N")
+        "the cluster's nodes, every generation waiting for its slowest worker; fill: as "
+        "many as the cluster's whole CPUs hold", "fillint", metavar="N")
     # ---- output -------------------------------------------------------------------------
     out: str | None = _opt(None, "run directory; default: runs/<env>-<timestamp>", metavar="DIR")
     quiet: bool = _opt(False, "no live table or progress lines (on/off)", "bool",

@@ -64,8 +64,12 @@ def exclusive_cpus(bundles: list[dict[str, float]]) -> int:
 
 
 def _plan_one(cfg, nodes: list[dict[str, float]]) -> tuple[float, list, bool]:
-    """(share, host bundles, shared) of one trial's config on ``nodes``."""
+    """(share, host bundles, shared) of one trial's config on ``nodes``. A virtual run keeps
+    its own share (its islands live on its cluster file's nodes, not these) and books one
+    node's CPUs whole: it runs in the trial's process, its evaluators on all the cores."""
     node_cpus = [n.get("CPU", 0.0) for n in nodes]
+    if cfg.runtime == "virtual":
+        return cfg.cpus_per_island, [{"CPU": max(node_cpus, default=1.0)}], False
     fitting = default_cpu_share(cfg.islands, node_cpus)
     share, shared = cfg.cpus_per_island or fitting, False
     if share > fitting:  # e.g. 16 islands x 1 CPU on a 2-core laptop: share the cores
