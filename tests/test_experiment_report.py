@@ -1052,6 +1052,14 @@ def test_cluster_scaling_report_gives_speedup_efficiency_and_the_first_arm(tmp_p
     assert ("**CartPole-v1: efficiency >= 0.7 at 64 cores for islands.** 16 cores "
             "(homogeneous): islands first, median 100 s, 2x faster than sync") in text
     assert "64 cores (homogeneous): islands first, median 30 s, 3.33x faster than sync" in text
+    from islands.experiment.cells import ran
+    from islands.experiment.reports.cluster_scaling import baseline_arms, cells, task_answer
+    from islands.experiment.store import load
+
+    runs = ran(load(exp)[1])
+    small = cells(runs[runs.cluster_cpus == 16])  # one size: no efficiency to claim
+    assert task_answer("X", small, baseline_arms(arms)).startswith(
+        "**X: one cluster size so far (16 cores): no scaling yet.**")
 
 
 def test_virtual_time_report_pairs_each_configuration_real_against_virtual(tmp_path):

@@ -98,6 +98,8 @@ def task_answer(env: str, t: pd.DataFrame, sync: set[str]) -> str:
     head = (f"efficiency >= {EFFICIENCY_BAR} at {int(t.cores.max())} cores for "
             f"{', '.join(sorted(set(meets)))}" if meets else
             f"no arm keeps efficiency >= {EFFICIENCY_BAR} at {int(t.cores.max())} cores")
+    if t.cores.nunique() < 2:  # efficiency is against the smallest cluster: none yet
+        head = f"one cluster size so far ({int(t.cores.max())} cores): no scaling yet"
     return (f"**{env}: {head}.** " + "; ".join(fastest(t, sync))
             + (f". Efficiency at {int(t.cores.max())} cores: {eff}." if eff else "."))
 
