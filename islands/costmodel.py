@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .config.checks import ConfigError
+from .errors import ConfigError
 
 SECTION = "islands_virtual"
 DEFAULT_LATENCY_S = 5e-4  # one way, a message between processes on a LAN

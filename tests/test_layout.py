@@ -89,7 +89,7 @@ def test_no_import_cycles():
 # layers below it, so no loop between packages can form (docs/DEVELOPING.md, "Layers").
 LAYERS = (
     # formats and algorithms: messages, seeds, strategies, policies, envs, file formats
-    ("envs", "policies", "islands.messages", "islands.seeds", "islands.topology",
+    ("envs", "policies", "islands.errors", "islands.messages", "islands.seeds", "islands.topology",
      "islands.candidates", "islands.envdefaults", "islands.elastic", "islands.signals",
      "islands.strategies", "islands.persistence"),
     ("islands.island", "islands.coordinator", "islands.evaluate"),  # the plain cores

@@ -20,6 +20,7 @@ from policies import POLICIES
 from .. import topology as topo
 from ..candidates import CANDIDATE_SETS
 from ..envdefaults import GENERIC
+from ..errors import ConfigError  # noqa: F401  (defined below config: costmodel raises it)
 from ..island.restarts import DEFAULT_PATIENCE, RESTART_POLICIES
 from ..persistence.checkpointing import CheckpointSpec
 from ..seeds import candidate_test_seed, retest_seed
@@ -42,10 +43,6 @@ ISLAND_SPEC_KEYS = (
 
 FILL = "fill"  # --islands / --eval-workers: as many as the cluster's CPUs hold (resolve)
 RUNTIMES = ("ray", "virtual")  # what runs the islands (runtime/archipelago, runtime/virtual)
-
-
-class ConfigError(ValueError):
-    """Bad user input; the message is one line naming the problem."""
 
 
 def flag(name: str) -> str:
