@@ -5,6 +5,7 @@ JSON round trip, one-line errors for bad input, named arms, and the experiment f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -488,3 +489,17 @@ def test_the_cluster_scaling_arms_fill_each_cluster_with_their_shape(tmp_path):
         assert counts[size, "islands-2cpu"] == (4 * nodes, 2, None)
         assert counts[size, "one"] == (1, 8, None)
         assert counts[size, "sync"][0::2] == (1, cores)  # a worker on every core
+
+
+def test_a_trials_files_are_found_again_in_this_checkout(tmp_path):
+    """A kept experiment resumed from another worktree or machine names the files of the
+    checkout it started in: the tail of each path is looked up under this one."""
+    gone = "/nonexistent-checkout/bg2/cluster/virtual/c16.yaml"
+    t = Trial("t000", "seed=3", {}, 3, {"env": "CartPole-v1", "runtime": "virtual",
+                                        "cluster": gone, "islands": "fill",
+                                        "cpus_per_island": 8, "seed": 3})
+    cfg = trial_config(t, str(tmp_path / "run"), "ns")
+    assert cfg.cluster == str(ROOT / "cluster" / "virtual" / "c16.yaml") and cfg.islands == 2
+    nowhere = dataclasses.replace(t, overrides={**t.overrides, "cluster": "/nowhere/x.yaml"})
+    with pytest.raises(ConfigError, match=r"--cluster: cannot read /nowhere/x\.yaml"):
+        trial_config(nowhere, str(tmp_path / "run"), "ns")

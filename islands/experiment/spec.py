@@ -48,6 +48,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..config import FIELDS, Config, ConfigError, from_dict, resolve
@@ -196,6 +197,25 @@ PATH_FIELDS = ("cluster", "calibration")
 
 def _absolute(key: str, value: Any) -> Any:
     return os.path.abspath(value) if key in PATH_FIELDS and isinstance(value, str) else value
+
+
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout this package runs from
+
+
+def relocated(key: str, value: Any) -> Any:
+    """A path a trial recorded (absolute, from where ``run`` was typed) that is gone here,
+    found again in this checkout: the longest tail of it under the project's root. A kept
+    experiment resumed on another machine or from another worktree names the files of the
+    checkout it started in (``/work/bg2/docs/...`` -> ``<here>/docs/...``); a path found
+    nowhere stays as it was, and the launcher says it cannot read it."""
+    if key not in PATH_FIELDS or not isinstance(value, str) or os.path.exists(value):
+        return value
+    parts = Path(value).parts
+    for i in range(1, len(parts)):
+        tail = PROJECT.joinpath(*parts[i:])
+        if tail.exists():
+            return str(tail)
+    return value
 
 
 def _check_base(path: str, where: str, block: Any) -> dict[str, Any]:
@@ -449,8 +469,8 @@ def trials(spec: ExperimentSpec) -> list[Trial]:
 def trial_config(trial: Trial, out: str, namespace: str) -> Config:
     """The resolved launcher config of ``trial`` writing to run directory ``out``.
     Raises ConfigError (one line) for a value the launcher refuses."""
-    return resolve(from_dict({**trial.overrides, "out": out, "namespace": namespace,
-                              "quiet": True}))
+    fields = {k: relocated(k, v) for k, v in trial.overrides.items()}
+    return resolve(from_dict({**fields, "out": out, "namespace": namespace, "quiet": True}))
 
 
 def check_trials(spec: ExperimentSpec) -> None:
