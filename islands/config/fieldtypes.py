@@ -242,7 +242,7 @@ _AUTO = BeforeValidator(_none_or_auto)  # none / null / auto / "": unset
 KINDS: dict[str, tuple[Any, str | None]] = {
     "int": (Int, None),
     "optint": (Annotated[Int | None, _AUTO], None),
-    "fillint": (Annotated[Int | Literal["fill"] | None, _AUTO, BeforeValidator(_fill)],
+    "fillint": (Annotated[Int | Literal[FILL] | None, _AUTO, BeforeValidator(_fill)],
                 "an integer or fill"),
     "float": (Float, None),
     "optfloat": (Annotated[Float | None, _AUTO], None),
