@@ -1,11 +1,18 @@
 """Helper of test_scale.py, run in its own process (its own Ray): 16 small virtual nodes of two
 kinds on ``ray.cluster_utils.Cluster`` (8 fake-GPU nodes with ``gpu_node``, 8 CPU nodes with
 ``cpu_node``, a head with no CPUs for the coordinator and the driver), 16 synthetic islands
-placed by node type, and a quarter of the nodes removed once every island has checkpointed;
-the run ends once every island has reported twice since. No step waits on the clock: each
-waits for reports (``Watch``), at most ``HANG_S`` (a hang). Prints one JSON line: the
-islands' nodes, which nodes were removed, the rows' hall of fame against the coordinator's,
-and what each island did after the loss."""
+placed by node type (GPU islands even, CPU islands odd, on a ring: each island's immigrants
+come from the other kind), and a quarter of the nodes removed once every island has
+checkpointed; the run ends once every island has reported twice since and taken in
+immigrants. No step waits on the clock: each waits for reports (``Watch``), at most
+``HANG_S`` (a hang). Prints one JSON line: where each island ran (by its own account and by
+Ray's state API), which nodes were removed, the rows' hall of fame against the
+coordinator's, and what each island did after the loss.
+
+One cluster checks placement, migration between node kinds and node loss at once: each
+``Cluster`` head and its nodes cost the suite's Ray worker 30-50 s of start-up
+(docs/results/suite-time.md), so these checks share this one instead of three of their own.
+"""
 
 from __future__ import annotations
 
@@ -87,19 +94,22 @@ def end_run(arch, loop: threading.Thread) -> None:
     loop.join()
 
 
-def fast_head(Cluster, free_port):
+def fast_head(Cluster, free_port, dashboard: bool = False):
     """A cluster's head with no CPUs (the driver and the coordinator live there) that
     notices a removed node within ~3 s (default: tens of seconds), so the islands of a lost
-    node restart elsewhere within a test's run. tests/elastic_cluster_run.py uses it too."""
+    node restart elsewhere within a test's run. tests/elastic_cluster_run.py uses it too.
+    ``dashboard``: for Ray's state API (``list_actors``), on a free port, not Ray's fixed
+    8265, which another Ray on the machine may hold."""
+    ports = {"dashboard_port": free_port()} if dashboard else {}
     return Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False, "object_store_memory": MEM,
-        "dashboard_agent_listen_port": free_port(),
+        "num_cpus": 0, "include_dashboard": dashboard, "object_store_memory": MEM,
+        "dashboard_agent_listen_port": free_port(), **ports,
         "_system_config": {"health_check_period_ms": 1000,
                            "health_check_failure_threshold": 3}})
 
 
 def cluster_with_nodes(Cluster, free_port):
-    cluster = fast_head(Cluster, free_port)
+    cluster = fast_head(Cluster, free_port, dashboard=True)
     gpu = [cluster.add_node(num_cpus=1, num_gpus=1, resources={"gpu_node": 1},
                             object_store_memory=MEM) for _ in range(8)]
     cpu = [cluster.add_node(num_cpus=1, resources={"cpu_node": 1}, object_store_memory=MEM)
@@ -145,8 +155,9 @@ def main() -> int:
 
     cluster, gpu, cpu = cluster_with_nodes(Cluster, free_port)
     try:
-        ray.init(address=cluster.address, namespace="scale-loss", log_to_driver=False)
+        ctx = ray.init(address=cluster.address, namespace="scale-loss", log_to_driver=False)
         arch, infos = start_archipelago(config(tempfile.mkdtemp(prefix="scale-loss-")))
+        ray_nodes = actor_nodes(arch, ctx)
         lost = gpu[:2] + cpu[:2]  # a quarter of the nodes, two of each kind
         watch = Watch()
         loop, out = start_loop(arch, watch)
@@ -161,16 +172,48 @@ def main() -> int:
             # second was called after the loss (an island of a lost node: restarted
             # elsewhere from its checkpoint)
             watch.wait("reported after", lambda: all(
-                watch.reports(i, removed) >= 2 for i in range(16)), loop)
+                watch.reports(i, removed) >= 2 and watch.latest(i).get("immigrants", 0) > 0
+                for i in range(16)), loop)
         else:
             removed = len(watch.rows)
         end_run(arch, loop)
         arch.shutdown()
-        print(json.dumps(summary(out["result"], infos, lost, watch, removed)))
+        print(json.dumps(summary(out["result"], infos, lost, watch, removed)
+                         | placement(arch, infos, ray_nodes, gpu, cpu, watch, removed)))
         return 0
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def actor_nodes(arch, ctx) -> dict[int, str]:
+    """Each island's node as Ray's state API (this cluster's dashboard) has it: the node of
+    the actor that hosts the island."""
+    from ray.util.state import list_actors
+
+    alive = list_actors(address=f"http://{ctx.dashboard_url}",
+                        filters=[("state", "=", "ALIVE")], limit=1000)
+    node_of = {a.name: a.node_id for a in alive if a.name}
+    return {spec.index: node_of.get(h.name) for h in arch.hosts for spec in h.islands}
+
+
+def placement(arch, infos, ray_nodes, gpu, cpu, watch: Watch, removed: int) -> dict:
+    """Per island, what test_scale.py asserts on placement and migration: its GPU share,
+    its node (Ray's view and its own), its device and GPU ids, its immigrants at the end,
+    and the lowest generation it reported after the loss (an island restarted from its
+    checkpoint goes on from there, not from 0)."""
+    after = {i: [r["generation"] for r in watch.rows[removed:] if r["island"] == i]
+             for i in range(16)}
+    return {
+        "gpu_nodes": [n.node_id for n in gpu], "cpu_nodes": [n.node_id for n in cpu],
+        "islands": [{
+            "index": s.index, "num_gpus": s.num_gpus, "node": ray_nodes.get(s.index),
+            "node_in_actor": infos[s.index].node, "device": infos[s.index].device,
+            "gpu_ids": infos[s.index].gpu_ids,
+            "immigrants": watch.latest(s.index).get("immigrants", 0),
+            "first_generation_after": min(after[s.index], default=None),
+        } for s in arch.plan],
+    }
 
 
 def summary(result, infos, lost, watch: Watch, removed: int) -> dict:

@@ -55,7 +55,7 @@ def test_the_coordinator_benchmark_prints_its_rows(tmp_path):
 
 @pytest.mark.own_ray
 @pytest.mark.slow
-def test_sixteen_nodes_of_two_kinds_lose_a_quarter_and_the_run_completes():
+def test_sixteen_nodes_of_two_kinds_place_islands_by_kind_lose_a_quarter_and_complete():
     out = run_cluster_script("scale_cluster_run.py")
     # the nodes went once every island had checkpointed; the script ended the run (as its
     # time budget would) once every island had reported twice since: neither wait hung
@@ -70,3 +70,20 @@ def test_sixteen_nodes_of_two_kinds_lose_a_quarter_and_the_run_completes():
     # the hall of fame holds the best genome any island reported, and it is that genome
     assert out["hof_fitness"] == out["best_reported"] == out["best_fitness"]
     assert out["best_refit"] == out["best_fitness"]
+    # placement: GPU islands (even) on the fake-GPU nodes, CPU islands on the CPU nodes, by
+    # Ray's state API and by the island's own account; a fake GPU has no CUDA behind it
+    gpu_islands = [s for s in out["islands"] if s["num_gpus"] > 0]
+    cpu_islands = [s for s in out["islands"] if s["num_gpus"] == 0]
+    assert [s["index"] for s in gpu_islands] == list(range(0, 16, 2)), out["islands"]
+    for s in gpu_islands:
+        assert s["node"] in out["gpu_nodes"] and s["node_in_actor"] == s["node"], s
+        assert s["gpu_ids"] == ["0"] and s["device"] == "cpu", s
+    for s in cpu_islands:
+        assert s["node"] in out["cpu_nodes"] and s["node_in_actor"] == s["node"], s
+        assert s["gpu_ids"] == [], s
+    # migration: on the ring 0>1>...>15>0 kinds alternate, so every island's immigrants
+    # came from an island of the other kind
+    assert all(s["immigrants"] > 0 for s in out["islands"]), out["islands"]
+    # the islands of the lost nodes went on from their checkpoints (every 2 generations,
+    # written by their third report), not from generation 0
+    assert all(out["islands"][i]["first_generation_after"] >= 3 for i in on_lost), out
