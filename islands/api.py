@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .config import Config, ConfigError, default_out_dir, from_options, resolve
+from .config.resolve import counts_joined_nodes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -123,7 +124,12 @@ def prepare(config: Config | str | dict[str, Any] | None = None, **options: Any)
         cfg = _pack(cfg, packed)
     if cfg.out is None:  # decided before resolving: the checkpoint location follows it
         cfg = dataclasses.replace(cfg, out=default_out_dir(cfg.env))
-    return resolve(cfg)
+    node_cpus = None
+    if counts_joined_nodes(cfg):  # --islands fill on a cluster: count the nodes it has now
+        from .runtime.cluster import joined_node_cpus
+
+        node_cpus = joined_node_cpus(cfg)
+    return resolve(cfg, node_cpus=node_cpus)
 
 
 def _by_name_or_value(options: dict[str, Any]) -> dict[str, Any]:

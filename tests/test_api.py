@@ -40,12 +40,16 @@ def test_a_run_from_python_returns_its_genome_policy_and_metrics(ray_session, tm
     again = res.evaluate(episodes=3, seed=7)
     assert again["episodes"] == 3 and np.isfinite(again["mean"])
 
-    # a second run in the same process, from the first one's Config with an option on top
+    # a second run in the same process, from the first one's Config with options on top,
+    # on the cluster it joins (the session's: 2 CPUs), as many 1-CPU islands as it holds
     cfg = prepare(str(tmp_path / "run" / "config.yaml"))
-    res2 = islands.run(dataclasses.replace(cfg, out=str(tmp_path / "run2")), seed=2,
-                       namespace="t-api-2")
+    gcs = ray_session.get_runtime_context().gcs_address
+    res2 = islands.run(dataclasses.replace(cfg, out=str(tmp_path / "run2"), islands="fill",
+                                           cpus_per_island=1.0),
+                       seed=2, namespace="t-api-2", address=gcs)
     assert res2.summary["generations"] == {"0": 4, "1": 4}
-    assert yaml.safe_load((tmp_path / "run2" / "config.yaml").read_text())["seed"] == 2
+    rerun = yaml.safe_load((tmp_path / "run2" / "config.yaml").read_text())
+    assert rerun["seed"] == 2 and rerun["islands"] == 2  # the count, not "fill": reruns alike
     assert not np.array_equal(res2.best, res.best)
 
 

@@ -367,10 +367,22 @@ def test_fill_runs_on_the_virtual_cluster_and_on_this_machine(tmp_path):
     assert c.islands == os.cpu_count() and c.cpus_per_island == 1.0  # the embedded Ray's
 
 
+def test_fill_on_a_joined_cluster_counts_the_nodes_it_is_given(monkeypatch):
+    from islands.config import ConfigError, from_dict, resolve
+
+    c = from_dict(dict(env="CartPole-v1", islands="fill", address="10.0.0.1:6379",
+                       cpus_per_island=2))
+    got = resolve(c, check_env=False, node_cpus=[0.0, 8.0, 8.0, 3.0])  # a CPU-less head
+    assert (got.islands, got.cpus_per_island) == (9, 2.0)  # 4 + 4 + 1
+    with pytest.raises(ConfigError, match="counts the nodes of the cluster it joins"):
+        resolve(c, check_env=False)  # nodes not read (islands.api.prepare reads them)
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")  # joins as --address does
+    with pytest.raises(ConfigError, match="counts the nodes of the cluster it joins"):
+        resolve(from_dict(dict(env="CartPole-v1", islands="fill")), check_env=False)
+
+
 @pytest.mark.parametrize("args, expect", [
     (["--islands", "fil"], "--islands: expected an integer or fill, got 'fil'"),
-    (["--islands", "fill", "--address", "auto"],
-     "--islands fill counts the nodes before the run starts: on --address give a number"),
     (["--islands", "fill", "--runtime", "virtual", "--cluster", "cluster/virtual/c16.yaml",
       "--cpus-per-island", "16"],
      "--islands fill: no node holds an island of 16 CPUs (nodes: 8, 8)"),

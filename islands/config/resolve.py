@@ -24,9 +24,12 @@ _TABLE_FIELDS = ("strategy", "policy", "popsize", "episodes", "max_episode_steps
                  "generations")
 
 
-def resolve(cfg: Config, check_env: bool = True) -> Config:
+def resolve(cfg: Config, check_env: bool = True,
+            node_cpus: list[float] | None = None) -> Config:
     """Fill per-env defaults, validate and derive; returns a new Config. Raises ConfigError.
-    ``check_env=False`` skips the checks that look the environment up or create it."""
+    ``check_env=False`` skips the checks that look the environment up or create it.
+    ``node_cpus``: the CPUs of each node of the Ray cluster the run joins (``--address``),
+    which ``--islands fill`` counts; the caller reads them (config knows no Ray)."""
     c = dataclasses.replace(cfg)
     for name in ("cluster", "calibration"):  # read where the run runs (a Tune trial's cwd)
         if getattr(c, name):
@@ -36,7 +39,7 @@ def resolve(cfg: Config, check_env: bool = True) -> Config:
     if check_env and c.problem is None:
         check_env_id(c.env, c.backend, c.env_module)
     _fill_env_defaults(c)
-    _fill_counts(c)
+    _fill_counts(c, node_cpus)
     _fill_test_defaults(c)
     check(c)
     if check_env and c.problem is None:
@@ -135,13 +138,13 @@ def _fill_env_defaults(c: Config) -> None:
         c.islands = int(row.get("islands") or max(1, os.cpu_count() or 1))
 
 
-def _fill_counts(c: Config) -> None:
+def _fill_counts(c: Config, node_cpus: list[float] | None) -> None:
     """``--islands fill``: as many islands of ``--cpus-per-island`` (default 1) as each node
     holds, summed over the nodes; ``--eval-workers fill``: as many one-CPU workers per island
     as the nodes' whole CPUs hold (:func:`runtime.syncpop.place_workers` packs them so). The
     nodes: the ``--cluster`` file's with ``--runtime virtual`` (its CPU-less head holds
-    none), this machine's CPUs on the embedded Ray. A cluster joined with ``--address`` is
-    known only once the driver connects, so there it is refused (give a count)."""
+    none), ``node_cpus`` on a joined cluster (``--address``: the nodes up when the run
+    starts, read by :func:`islands.api.prepare`), this machine's CPUs on the embedded Ray."""
     if FILL not in (c.islands, c.eval_workers):
         return
     what = "--islands fill" if c.islands == FILL else "--eval-workers fill"
@@ -150,7 +153,7 @@ def _fill_counts(c: Config) -> None:
                           "already (its range bounds the islands)")
     if c.island_specs is not None and c.islands == FILL:
         raise ConfigError("--islands fill and island_specs: island_specs fixes the islands")
-    cpus = _node_cpus(c, what)
+    cpus = _node_cpus(c, what, node_cpus)
     if c.islands == FILL:
         c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island
         share = float(c.cpus_per_island)
@@ -168,7 +171,7 @@ def _fill_counts(c: Config) -> None:
                               f"{c.islands} islands")
 
 
-def _node_cpus(c: Config, what: str) -> list[float]:
+def _node_cpus(c: Config, what: str, node_cpus: list[float] | None) -> list[float]:
     """The CPUs of each node the run's islands may use (``_fill_counts``)."""
     from ..costmodel import load_cluster
 
@@ -176,11 +179,24 @@ def _node_cpus(c: Config, what: str) -> list[float]:
         if c.cluster is None:
             raise ConfigError(f"{what} with --runtime virtual needs --cluster FILE")
         return [n.cpus for n in load_cluster(c.cluster).nodes if n.cpus > 0]
-    if c.address is not None:
-        raise ConfigError(f"{what} counts the nodes before the run starts: on --address "
-                          "give a number (or model the cluster: --runtime virtual --cluster "
-                          "FILE)")
+    if node_cpus is not None:
+        return [float(n) for n in node_cpus if n > 0]
+    if joins_a_cluster(c):
+        raise ConfigError(f"{what} counts the nodes of the cluster it joins; here they are "
+                          "not known: give a number (or model the cluster: --runtime "
+                          "virtual --cluster FILE)")
     return [float(os.cpu_count() or 1)]
+
+
+def joins_a_cluster(c: Config) -> bool:
+    """Whether a real run joins a Ray cluster (``--address`` or ``RAY_ADDRESS``, as
+    :func:`islands.runtime.cluster.connect` reads them) rather than starting one here."""
+    return c.runtime != "virtual" and bool(c.address or os.environ.get("RAY_ADDRESS"))
+
+
+def counts_joined_nodes(c: Config) -> bool:
+    """Whether resolving ``c`` needs the joined cluster's nodes (``node_cpus``)."""
+    return FILL in (c.islands, c.eval_workers) and joins_a_cluster(c)
 
 
 def _cpus_list(cpus: list[float]) -> str:

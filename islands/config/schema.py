@@ -131,7 +131,8 @@ class Config:
         None, "number of islands (default: len(island_specs), else the env table's where its "
         "row names one, else one per CPU of this machine), or fill: as many islands of "
         "--cpus-per-island (default 1) as the cluster's nodes hold (--runtime virtual: the "
-        "--cluster file's; the embedded Ray: this machine's CPUs)", "fillint", metavar="N")
+        "--cluster file's; --address: the joined cluster's nodes up at the start; the "
+        "embedded Ray: this machine's CPUs)", "fillint", metavar="N")
     strategy: str | None = _opt(
         None, f"strategy per island, comma list assigned round-robin ({_names(STRATEGIES)}); "
         "default: env table", metavar="NAMES")

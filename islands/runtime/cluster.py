@@ -75,6 +75,19 @@ def dashboard_url() -> str | None:
     return None if url is None else (url if "://" in url else f"http://{url}")
 
 
+def joined_node_cpus(cfg: Config) -> list[float]:
+    """The CPUs of each live node of the cluster ``cfg`` joins, for ``--islands fill``
+    (:func:`islands.config.resolve.resolve`'s ``node_cpus``): read from the connected Ray
+    as it is, or through a connection made and closed here (the run connects again: a
+    second or so). Nodes an autoscaler would add later are not counted."""
+    started = connect(cfg)
+    try:
+        return [float(n.get("CPU", 0.0)) for n in cluster_nodes()]
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def cluster_nodes() -> list[dict[str, float]]:
     """Total resources of each live node of the connected Ray cluster."""
     return [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
