@@ -383,6 +383,10 @@ def test_fill_on_a_joined_cluster_counts_the_nodes_it_is_given(monkeypatch):
 
 @pytest.mark.parametrize("args, expect", [
     (["--islands", "fil"], "--islands: expected an integer or fill, got 'fil'"),
+    # fill reads the nodes of the cluster it joins: none answers there (at once, not after
+    # ray.init's 13 minutes of retries)
+    (["--islands", "fill", "--address", "127.0.0.1:1"],
+     "cannot join the Ray cluster at '127.0.0.1:1': nothing listens there"),
     (["--islands", "fill", "--runtime", "virtual", "--cluster", "cluster/virtual/c16.yaml",
       "--cpus-per-island", "16"],
      "--islands fill: no node holds an island of 16 CPUs (nodes: 8, 8)"),

@@ -34,6 +34,9 @@ def connect(cfg: Config) -> bool:
     if cfg.working_dir:  # the user's modules, uploaded once and unpacked on every node
         kw["runtime_env"] = {"working_dir": os.path.abspath(cfg.working_dir)}
     if address:
+        if not _gcs_reachable(address):  # ray.init waits ~13 minutes there (measured)
+            raise ConfigError(f"cannot join the Ray cluster at {address!r}: nothing listens "
+                              "there")
         try:
             ray.init(address=address, **kw)
         except (ConnectionError, ValueError, RuntimeError) as e:
