@@ -367,6 +367,23 @@ def test_fill_runs_on_the_virtual_cluster_and_on_this_machine(tmp_path):
     assert c.islands == os.cpu_count() and c.cpus_per_island == 1.0  # the embedded Ray's
 
 
+@pytest.mark.parametrize("cluster, workers, scale", [
+    ("cluster/virtual/c16.yaml", 16, 1), ("cluster/virtual/c256-hetero.yaml", 256, 16),
+    ("cluster/virtual/c64.yaml", 64, 4)])
+def test_a_filled_synchronous_population_gives_every_worker_an_episode(cluster, workers, scale):
+    from islands.config import from_dict, resolve
+    from islands.planning import plan_islands
+
+    c = resolve(from_dict(dict(env="Hopper-v4", runtime="virtual", cluster=cluster, islands=1,
+                               eval_workers="fill", popsize_scale="fill")), check_env=False)
+    assert (c.eval_workers, c.popsize_scale) == (workers, scale)
+    (spec,) = plan_islands(c, [8.0] * (workers // 8))
+    # the row's 16 episodes (8 directions, top 4) scaled whole: every worker has one
+    assert spec.popsize == 16 * scale >= workers and spec.options["top"] == 4 * scale
+    with pytest.raises(Exception, match="--popsize-scale fill sizes a synchronous population"):
+        resolve(from_dict(dict(env="Hopper-v4", popsize_scale="fill")), check_env=False)
+
+
 def test_fill_on_a_joined_cluster_counts_the_nodes_it_is_given(monkeypatch):
     from islands.config import ConfigError, from_dict, resolve
 

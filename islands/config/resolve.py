@@ -145,7 +145,7 @@ def _fill_counts(c: Config, node_cpus: list[float] | None) -> None:
     nodes: the ``--cluster`` file's with ``--runtime virtual`` (its CPU-less head holds
     none), ``node_cpus`` on a joined cluster (``--address``: the nodes up when the run
     starts, read by :func:`islands.api.prepare`), this machine's CPUs on the embedded Ray."""
-    if FILL not in (c.islands, c.eval_workers):
+    if FILL not in (c.islands, c.eval_workers, c.popsize_scale):
         return
     what = "--islands fill" if c.islands == FILL else "--eval-workers fill"
     if c.elastic is not None and c.islands == FILL:
@@ -153,6 +153,9 @@ def _fill_counts(c: Config, node_cpus: list[float] | None) -> None:
                           "already (its range bounds the islands)")
     if c.island_specs is not None and c.islands == FILL:
         raise ConfigError("--islands fill and island_specs: island_specs fixes the islands")
+    if FILL not in (c.islands, c.eval_workers):
+        _fill_popsize_scale(c)
+        return
     cpus = _node_cpus(c, what, node_cpus)
     if c.islands == FILL:
         c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island
@@ -169,6 +172,23 @@ def _fill_counts(c: Config, node_cpus: list[float] | None) -> None:
             raise ConfigError(f"--eval-workers fill: the nodes' whole CPUs "
                               f"({_cpus_list(cpus)}) hold no worker for each of "
                               f"{c.islands} islands")
+    _fill_popsize_scale(c)
+
+
+def _fill_popsize_scale(c: Config) -> None:
+    """``--popsize-scale fill``: a synchronous population (``--eval-workers``) as many
+    times the row's as gives every worker at least one episode a generation, so the
+    OpenAI-ES-shaped baseline uses the cores it is given (Salimans et al. 2017 size the
+    population to the workers) instead of leaving most of a large cluster idle."""
+    if c.popsize_scale != FILL:
+        return
+    if c.eval_workers is None:
+        raise ConfigError("--popsize-scale fill sizes a synchronous population to its "
+                          "workers: give --eval-workers (a number or fill)")
+    if c.popsize is None:
+        raise ConfigError(f"--popsize-scale fill needs a population size to scale: {c.env} "
+                          "has none in the env table; give --popsize")
+    c.popsize_scale = max(1, -(-int(c.eval_workers) // int(c.popsize)))  # ceil
 
 
 def _node_cpus(c: Config, what: str, node_cpus: list[float] | None) -> list[float]:

@@ -152,10 +152,11 @@ class Config:
                                 metavar="JSON")
     popsize: int | None = _opt(None, "population size per island; default: env table",
                                "optint", metavar="N")
-    popsize_scale: int = _opt(
+    popsize_scale: int | str = _opt(
         1, "multiply every island's population (the env table's, --popsize or an island "
         "spec's) by K, and the table's ARS top-b with it: one island as large as K islands "
-        "together (experiments/islands-vs-one.yaml)", "int", metavar="K")
+        "together (experiments/islands-vs-one.yaml); fill (with --eval-workers): the "
+        "smallest K that gives each worker an episode a generation", "fillint", metavar="K")
     sigma: float | None = _opt(
         None, "initial step size / mutation strength for every island; default: env table "
         "for its strategy, else the strategy's own", "optfloat", metavar="S")
