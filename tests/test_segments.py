@@ -34,3 +34,12 @@ def test_an_unreadable_record_reads_as_none_rather_than_failing_a_report(tmp_pat
     assert segments.read(tmp_path) == []
     (tmp_path / segments.SEGMENTS_FILE).write_text('{"a": 1}')
     assert segments.read(tmp_path) == []
+
+
+def test_a_segment_keeps_the_commit_read_when_it_started(tmp_path, monkeypatch):
+    code = segments.commit()  # read at the start, as the drivers do
+    assert code != "unknown"  # the tests run from the project's checkout
+    monkeypatch.setenv("PATH", "")  # at the end git cannot run (a Ctrl-C killed it)
+    assert segments.commit() == "unknown"
+    (seg,) = segments.log_segment(tmp_path, 0.0, "raised SystemExit", None, code)
+    assert seg["commit"] == code

@@ -112,9 +112,12 @@ def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
 
 
 def log_segment(run_dir: str | Path, started_at: float, stop_reason: str,
-                episodes: int | None) -> list[dict[str, Any]]:
-    """Append this run segment (this machine, the commit, from ``started_at`` to now) to
-    ``run_dir``'s record; returns every segment."""
+                episodes: int | None, code: str) -> list[dict[str, Any]]:
+    """Append this run segment (this machine, the commit ``code``, from ``started_at`` to
+    now) to ``run_dir``'s record; returns every segment. The caller reads ``code``
+    (:func:`commit`) when the segment starts: at its end a Ctrl-C reaches the ``git``
+    child too (one process group), which then fails and left ``unknown`` in resumed runs'
+    records."""
     import time
 
-    return append(run_dir, segment(started_at, time.time(), stop_reason, episodes, commit()))
+    return append(run_dir, segment(started_at, time.time(), stop_reason, episodes, code))

@@ -16,7 +16,7 @@ import ray
 
 from ..config import Config
 from ..output.rundir import RunDir
-from ..output.segments import log_segment
+from ..output.segments import commit, log_segment
 from ..output.summary import write_outputs
 from ..placement import place_by_node_type
 from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
@@ -46,7 +46,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         from .virtual_driver import run_virtual
 
         return run_virtual(cfg, out, display, observer)
-    t_start, started_at = time.monotonic(), time.time()
+    t_start, started_at, code = time.monotonic(), time.time(), commit()
     resume = cfg.resume is not None
     cfg = settle_run_dir(cfg, out)
     out = cfg.out
@@ -74,11 +74,12 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         rd.write_config(cfg.to_yaml_dict())
         result = drive(arch, cfg, rd, plan, infos, display, observer,
                         prior_rows(out) if resume else [])
-        segments = log_segment(rd.path, started_at, result.stop_reason, result.totals["episodes"])
+        segments = log_segment(rd.path, started_at, result.stop_reason,
+                               result.totals["episodes"], code)
         return write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
     except BaseException as e:  # a Tune trial stopped, a crash: the segment still counts
         if rd is not None and segments is None:
-            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None)
+            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None, code)
         raise
     finally:
         SIGNALS.arch = None

@@ -17,7 +17,7 @@ from typing import Any
 from ..config import Config
 from ..costmodel import StepCost, load_cluster
 from ..output.rundir import RunDir
-from ..output.segments import log_segment
+from ..output.segments import commit, log_segment
 from ..output.summary import write_outputs
 from ..planning import plan_islands
 from ..signals import SIGNALS
@@ -31,7 +31,7 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
     """Run ``cfg`` on its cluster file's virtual clock; returns the summary dict."""
     from ..config.resume import check_resume, prior_rows, settle_run_dir
 
-    t_start, started_at = time.monotonic(), time.time()
+    t_start, started_at, code = time.monotonic(), time.time(), commit()
     resume = cfg.resume is not None
     cluster = load_cluster(cfg.cluster)
     cfg = settle_run_dir(cfg, out)
@@ -64,7 +64,8 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         result = drive(arch, cfg, rd, plan, infos, display, observer,
                        prior_rows(cfg.out) if resume else [])
         arch.loop_s = time.monotonic() - t_loop
-        segments = log_segment(rd.path, started_at, result.stop_reason, result.totals["episodes"])
+        segments = log_segment(rd.path, started_at, result.stop_reason,
+                               result.totals["episodes"], code)
         summary = write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
         summary |= _virtual_fields(arch, cal, time.monotonic() - t_start)
         rd.write_summary(summary)
@@ -72,7 +73,7 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         return summary
     except BaseException as e:
         if rd is not None and segments is None:
-            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None)
+            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None, code)
         raise
     finally:
         SIGNALS.arch = None
