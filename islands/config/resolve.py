@@ -145,17 +145,19 @@ def _fill_counts(c: Config, node_cpus: list[float] | None) -> None:
     nodes: the ``--cluster`` file's with ``--runtime virtual`` (its CPU-less head holds
     none), ``node_cpus`` on a joined cluster (``--address``: the nodes up when the run
     starts, read by :func:`islands.api.prepare`), this machine's CPUs on the embedded Ray."""
-    if FILL not in (c.islands, c.eval_workers, c.popsize_scale):
-        return
+    if FILL in (c.islands, c.eval_workers):
+        _fill_cpu_counts(c, node_cpus)
+    _fill_popsize_scale(c)
+
+
+def _fill_cpu_counts(c: Config, node_cpus: list[float] | None) -> None:
+    """The islands or workers ``fill`` asks for, from the nodes' CPUs (``_fill_counts``)."""
     what = "--islands fill" if c.islands == FILL else "--eval-workers fill"
     if c.elastic is not None and c.islands == FILL:
         raise ConfigError("--islands fill and --elastic: an elastic run follows the cluster "
                           "already (its range bounds the islands)")
     if c.island_specs is not None and c.islands == FILL:
         raise ConfigError("--islands fill and island_specs: island_specs fixes the islands")
-    if FILL not in (c.islands, c.eval_workers):
-        _fill_popsize_scale(c)
-        return
     cpus = _node_cpus(c, what, node_cpus)
     if c.islands == FILL:
         c.cpus_per_island = 1.0 if c.cpus_per_island is None else c.cpus_per_island
@@ -172,7 +174,6 @@ def _fill_counts(c: Config, node_cpus: list[float] | None) -> None:
             raise ConfigError(f"--eval-workers fill: the nodes' whole CPUs "
                               f"({_cpus_list(cpus)}) hold no worker for each of "
                               f"{c.islands} islands")
-    _fill_popsize_scale(c)
 
 
 def _fill_popsize_scale(c: Config) -> None:

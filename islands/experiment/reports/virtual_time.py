@@ -5,10 +5,10 @@ Each configuration (the grid without its ``arm``) ran on both runtimes over the 
 (``runtime: virtual`` over a cluster file that describes this machine). Per configuration:
 the Kaplan-Meier median seconds to solve on each (unsolved runs censored at the seconds they
 ran; the virtual runs' seconds are virtual), their ratio and whether it is within the
-issue's 15%, whether the seconds to solve and the training episodes to solve have the
-same distributions (log-rank p > 0.05: no difference shown). The virtual runtime computes every evaluation
-for real, so episodes differ between the two only by what the clock changes: the order in
-which migrants and tests arrive.
+issue's 15%, and whether the seconds to solve and the training episodes to solve have the
+same distributions (log-rank p > 0.05: no difference shown). The virtual runtime computes
+every evaluation for real, so episodes differ between the two only by what the clock
+changes: the order in which migrants and tests arrive.
 """
 
 from __future__ import annotations
