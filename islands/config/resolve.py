@@ -209,10 +209,15 @@ def _node_cpus(c: Config, what: str, node_cpus: list[float] | None) -> list[floa
     return [float(os.cpu_count() or 1)]
 
 
+def cluster_address(c: Config) -> str | None:
+    """The Ray cluster a real run joins: ``--address``, else ``RAY_ADDRESS``; None: it
+    starts an embedded Ray (:func:`islands.runtime.cluster.connect`)."""
+    return c.address or os.environ.get("RAY_ADDRESS") or None
+
+
 def joins_a_cluster(c: Config) -> bool:
-    """Whether a real run joins a Ray cluster (``--address`` or ``RAY_ADDRESS``, as
-    :func:`islands.runtime.cluster.connect` reads them) rather than starting one here."""
-    return c.runtime != "virtual" and bool(c.address or os.environ.get("RAY_ADDRESS"))
+    """Whether a real run joins a Ray cluster rather than starting one here."""
+    return c.runtime != "virtual" and cluster_address(c) is not None
 
 
 def counts_joined_nodes(c: Config) -> bool:

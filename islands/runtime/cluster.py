@@ -17,6 +17,7 @@ from typing import Any
 import ray
 
 from ..config import Config, ConfigError
+from ..config.resolve import cluster_address
 from .actors import COORDINATOR_NAME
 
 
@@ -28,7 +29,7 @@ def connect(cfg: Config) -> bool:
     """Connect to (or start) Ray; True when this call did it (so we shut it down after)."""
     if ray.is_initialized():
         return False
-    address = cfg.address or os.environ.get("RAY_ADDRESS")
+    address = cluster_address(cfg)
     kw: dict[str, Any] = dict(namespace=cfg.namespace, log_to_driver=not cfg.quiet,
                               logging_level=logging.WARNING)
     if cfg.working_dir:  # the user's modules, uploaded once and unpacked on every node
@@ -59,7 +60,7 @@ def connect(cfg: Config) -> bool:
 def dashboard_line(cfg: Config) -> str:
     """Where to watch the connected Ray's dashboard, in one line (the run's first)."""
     url = dashboard_url()
-    embedded = not (cfg.address or os.environ.get("RAY_ADDRESS"))
+    embedded = cluster_address(cfg) is None
     if url is None:
         return ("Ray dashboard: off (--dashboard on starts it with the embedded Ray)"
                 if embedded else "Ray dashboard: none on this cluster")
