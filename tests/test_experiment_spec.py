@@ -491,6 +491,25 @@ def test_the_cluster_scaling_arms_fill_each_cluster_with_their_shape(tmp_path):
         assert counts[size, "sync"][0::2] == (1, cores)  # a worker on every core
 
 
+def test_the_cluster_scaling_design_arms_change_one_thing_of_the_islands_arm(tmp_path):
+    """The choosing arms of issue 61's designs (run with ``--only arm=...``, in no grid):
+    32 islands of 8 cores at 256 cores, as ``islands``, and only the restart or the
+    topology differs."""
+    from islands.experiment.spec import narrowed
+
+    spec = narrowed(load("cluster-scaling", "cluster"), "7100-7104",
+                    ["env=Hopper-v4", "cluster=cluster/virtual/c256-hetero.yaml",
+                     "arm=islands,islands-hof,islands-rand"])
+    got = {}
+    for t in trials(spec):
+        c = trial_config(t, str(tmp_path / t.trial_id), "n")
+        got.setdefault(t.params["arm"], set()).add(
+            (c.islands, c.cpus_per_island, c.restart, c.topology, c.topology_degree))
+    assert got == {"islands": {(32, 8, "none", "ring", 1)},
+                   "islands-hof": {(32, 8, "hof", "ring", 1)},
+                   "islands-rand": {(32, 8, "none", "random", 2)}}
+
+
 def test_a_trials_files_are_found_again_in_this_checkout(tmp_path):
     """A kept experiment resumed from another worktree or machine names the files of the
     checkout it started in: the tail of each path is looked up under this one."""

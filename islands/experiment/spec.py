@@ -414,7 +414,10 @@ def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> Experi
         values_of = [*grid[key], *(a for a in spec.arms if a not in grid[key])] if key == ARM \
             else grid[key]
         have = {str(param_value(v)): v for v in values_of}  # as the report names them
-        wanted = [v.strip() for v in values.split(",") if v.strip()]
+        # a file (--only cluster=cluster/virtual/c16.yaml) as typed, relative to here: the
+        # grid holds it made absolute (_absolute)
+        wanted = [v if v in have else str(param_value(_absolute(key, v)))
+                  for v in (v.strip() for v in values.split(",")) if v]
         unknown = [v for v in wanted if v not in have]
         if unknown:
             raise _err(path, f"--only {key}: {unknown[0]!r} is not among its values "
