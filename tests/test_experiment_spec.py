@@ -491,11 +491,14 @@ def test_the_cluster_scaling_arms_fill_each_cluster_with_their_shape(tmp_path):
         assert counts[size, "sync"][0::2] == (1, cores)  # a worker on every core
 
 
-def test_the_cluster_scaling_design_arms_change_one_thing_of_the_islands_arm(tmp_path):
+def test_the_cluster_scaling_design_arms_change_one_thing_of_the_islands_arm(
+        tmp_path, monkeypatch):
     """The choosing arms of issue 61's designs (run with ``--only arm=...``, in no grid):
     32 islands of 8 cores at 256 cores, as ``islands``, and only the restart or the
-    topology differs."""
+    topology differs. The cluster is named as a user types it from the checkout's root."""
     from islands.experiment.spec import narrowed
+
+    monkeypatch.chdir(ROOT)
 
     spec = narrowed(load("cluster-scaling", "cluster"), "7100-7104",
                     ["env=Hopper-v4", "cluster=cluster/virtual/c256-hetero.yaml",
