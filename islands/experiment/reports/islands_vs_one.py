@@ -22,8 +22,9 @@ import pandas as pd
 
 from ..cells import cell_stats, ran
 from ..figures import km_curves
-from ..stats import KM, Paired, kaplan_meier, logrank, overlap, paired
+from ..stats import KM
 from .common import Context, fmt, footnotes, km_cell, md_table, wall_cell
+from .versus import km_of, versus
 
 SHAPES = ("islands", "isolated", "one")  # in the order the table lists them
 
@@ -38,7 +39,7 @@ def arm_shape(fields: dict[str, Any]) -> tuple[str, int]:
 
 
 def _km(runs: pd.DataFrame) -> KM:
-    return kaplan_meier(runs["episodes_used"], runs["solved"])
+    return km_of(runs, "episodes_used")
 
 
 def task_rows(runs: pd.DataFrame, arms: dict[str, dict]) -> pd.DataFrame:
@@ -67,38 +68,9 @@ def task_rows(runs: pd.DataFrame, arms: dict[str, dict]) -> pd.DataFrame:
 
 
 def compare(a: pd.Series, b: pd.Series) -> dict[str, Any]:
-    """Arm ``a`` against arm ``b`` on the seeds both ran (arms pooled from batches of other
-    seeds would otherwise compare different episodes' luck: LunarLander's k = 4 migration
-    ratio was 0.91x over all runs and 1.04x on the shared seeds): ratio of Kaplan-Meier
-    medians (a / b, below 1: ``a`` needs fewer episodes), whether their 95% intervals are
-    apart, the log-rank p, the seed-by-seed tests, and how many runs the pairing left out
-    (``unshared``). Runs without a seed (a hand-made table) are taken whole."""
-    ra, rb, unshared = _shared(a["_runs"], b["_runs"])
-    ka, kb = (_km(ra), _km(rb)) if unshared else (a["_km"], b["_km"])
-    p = logrank(ra["episodes_used"], ra["solved"], rb["episodes_used"], rb["solved"])
-    ratio = ka.median / kb.median if kb.median and math.isfinite(kb.median) else math.nan
-    apart = not overlap((ka.low, ka.high), (kb.low, kb.high))
-    return {"ratio": ratio, "apart": apart, "p": p, "paired": _paired(ra, rb),
-            "seeds": ra["seed"].nunique() if "seed" in ra else len(ra),
-            "unshared": unshared}
-
-
-def _shared(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """Both arms' runs on the seeds both ran, and how many runs that left out."""
-    if "seed" not in ra or "seed" not in rb:
-        return ra, rb, 0
-    seeds = set(ra["seed"]) & set(rb["seed"])
-    sa, sb = ra[ra["seed"].isin(seeds)], rb[rb["seed"].isin(seeds)]
-    return sa, sb, len(ra) - len(sa) + len(rb) - len(sb)
-
-
-def _paired(ra: pd.DataFrame, rb: pd.DataFrame) -> Paired | None:
-    """Seed by seed (``stats.paired``) over runs already on shared seeds; None without."""
-    if "seed" not in ra or "seed" not in rb or ra.empty:
-        return None
-    a, b = ra.set_index("seed").sort_index(), rb.set_index("seed").sort_index()
-    return paired(a["episodes_used"], a["solved"].astype(bool),
-                  b["episodes_used"], b["solved"].astype(bool))
+    """Arm ``a`` (a row of :func:`task_rows`) against arm ``b`` in training episodes, on the
+    seeds both ran (:func:`~islands.experiment.reports.versus.versus`)."""
+    return versus(a["_runs"], b["_runs"], "episodes_used")
 
 
 def _verdict(c: dict[str, Any], a: str, b: str) -> str:
