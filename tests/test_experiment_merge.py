@@ -138,10 +138,33 @@ def test_run_takes_other_seeds_and_a_narrowed_grid(tmp_path):
                                  "--only", "env=Hopper-v4"]  # the report's reproduce line
 
 
+def test_run_takes_a_shorter_budget_and_records_it(tmp_path):
+    """``--budget time_budget=900``: the cap of choosing runs, over the file's, in every
+    trial's launcher fields and in the report's reproduce line."""
+    from islands.experiment.cli import prepare
+    from islands.experiment.spec import ExperimentSpec, trials
+
+    yaml_file = Path(__file__).resolve().parents[1] / "experiments" / "cluster-scaling.yaml"
+    d = prepare(str(yaml_file), "cluster", str(tmp_path / "choose"), "7100-7101",
+                ["env=Hopper-v4", "cluster=cluster/virtual/c256-hetero.yaml",
+                 "arm=sync,sync-lr2"], ["time_budget=900", "max_episodes=500000"])
+    meta = json.loads((d / names.EXPERIMENT_JSON).read_text())
+    assert meta["spec"]["budget"] == {"max_episodes": 500000, "time_budget": 900.0}
+    spec = ExperimentSpec.from_dict(meta["spec"])
+    assert {(t.overrides["time_budget"], t.overrides["max_episodes"]) for t in trials(spec)} \
+        == {(900.0, 500000)}
+    assert meta["run_flags"][-4:] == ["--budget", "time_budget=900", "--budget",
+                                      "max_episodes=500000"]
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--only", "arm=islands-5"], "--only arm: 'islands-5' is not among its values"),
     (["--only", "seed=1"], "--only 'seed=1': expected FIELD=V1,V2"),
     (["--seeds", "9-3"], "--seeds must be a list of integers or a range"),
+    (["--budget", "popsize=8"], "--budget 'popsize=8': expected FIELD=N with FIELD one of "
+                                "max_evals, max_episodes"),
+    (["--budget", "time_budget=-5"], "--budget time_budget: expected a number > 0, got '-5'"),
+    (["--budget", "time_budget=soon"], "--budget time_budget: expected a number > 0"),
 ])
 def test_bad_seeds_or_grid_values_exit_2_with_one_line(tmp_path, capsys, flags, message):
     yaml_file = Path(__file__).resolve().parents[1] / "experiments" / "islands-vs-one.yaml"

@@ -64,6 +64,28 @@ def write(tmp_path, text: str, name: str = "exp.yaml") -> str:
     return str(path)
 
 
+def test_order_seeds_runs_every_grid_point_of_a_seed_before_the_next_seed(tmp_path):
+    """``order: seeds``: arms comparable on shared seeds as soon as a seed is done (runs of
+    hours, kept and resumed across sessions); the default runs each point's seeds in turn.
+    Another order is one line."""
+    text = """\
+        name: ordered
+        base: {env: CartPole-v1}
+        grid: {strategy: [cmaes, ga]}
+        seeds: [1, 2]
+        """
+    by_grid = [t.label for t in trials(load_experiment(write(tmp_path, text), None))]
+    assert by_grid == ["strategy=cmaes seed=1", "strategy=cmaes seed=2",
+                       "strategy=ga seed=1", "strategy=ga seed=2"]
+    spec = load_experiment(write(tmp_path, text + "order: seeds\n"), None)
+    assert [(t.trial_id, t.label) for t in trials(spec)] == [
+        ("t000", "strategy=cmaes seed=1"), ("t001", "strategy=ga seed=1"),
+        ("t002", "strategy=cmaes seed=2"), ("t003", "strategy=ga seed=2")]
+    assert ExperimentSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    with pytest.raises(ExperimentError, match=r"order must be one of grid, seeds, got 'arm'"):
+        load_experiment(write(tmp_path, text + "order: arm\n"), None)
+
+
 # ---- the scale merge ----------------------------------------------------------------------
 def test_a_scale_merges_base_and_budget_by_key_grid_by_field_and_replaces_seeds(tmp_path):
     spec = load_experiment(write(tmp_path, MERGE_YAML), "smoke")
@@ -177,10 +199,10 @@ BAD = [
      "malformed YAML at line 3, column 1: duplicate key 'base'"),
     ("- name: x\n", "smoke",
      "the top level must be a mapping of name, report, question, description, base, arms, "
-     "grid, seeds, budget, scales, got a list"),
+     "grid, seeds, order, budget, scales, got a list"),
     ("", "smoke", "the file is empty; an experiment needs at least name and seeds"),
     (OK + "grids: {}\n", "smoke", "unknown key 'grids' (did you mean 'grid'?); allowed: "
-     "name, report, question, description, base, arms, grid, seeds, budget, scales"),
+     "name, report, question, description, base, arms, grid, seeds, order, budget, scales"),
     ("seeds: [0]\n", "smoke", "missing name (e.g. name: network-scaling)"),
     ("name: a b\nseeds: [0]\n", "smoke",
      "name must be letters, digits, '.', '_' or '-', got 'a b'"),

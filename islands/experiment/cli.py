@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only these values of a grid field (repeatable), e.g. --only "
                    "arm=islands-4,one-x4 --only env=Hopper-v4; arm takes any of the file's "
                    "arms, listed in a grid or not")
+    r.add_argument("--budget", action="append", default=[], metavar="FIELD=N",
+                   help="a budget field over the file's (repeatable), e.g. --budget "
+                   "time_budget=900: a shorter cap for choosing runs (runs it stops unsolved "
+                   "are censored where they stopped)")
     r.add_argument("--max-concurrent", type=int, default=None, metavar="N",
                    help="trials at once at most (default: as many as can each have cores of "
                    "their own, since wall clock and throughput are measured: one at a time "
@@ -100,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "wandb", None) is not None:
             _check_wandb()
         if args.command == "run":
-            exp_dir = prepare(args.file, args.scale, args.out, args.seeds, args.only)
+            exp_dir = prepare(args.file, args.scale, args.out, args.seeds, args.only,
+                              args.budget)
         elif args.command == "merge":
             from .merge import arms_of, merge
 
@@ -147,9 +152,9 @@ def _check_wandb() -> None:
 
 
 def prepare(file: str, scale: str | None, out: str | None, seeds: str | None = None,
-            only: list[str] | None = None) -> Path:
+            only: list[str] | None = None, budget: list[str] | None = None) -> Path:
     """Check the experiment and every trial; only then create DIR and experiment.json."""
-    spec = narrowed(load_experiment(file, scale), seeds, only or [])
+    spec = narrowed(load_experiment(file, scale), seeds, only or [], budget)
     check_trials(spec)
     exp_dir = Path(out or Path("runs", "experiments",
                                f"{spec.name}-{scale or 'base'}-{time.strftime('%Y%m%d-%H%M%S')}"))
@@ -160,7 +165,8 @@ def prepare(file: str, scale: str | None, out: str | None, seeds: str | None = N
     from .provenance import record
 
     flags = ([] if seeds is None else ["--seeds", seeds]) + [
-        x for item in only or [] for x in ("--only", item)]
+        x for item in only or [] for x in ("--only", item)] + [
+        x for item in budget or [] for x in ("--budget", item)]
     meta = {"spec": spec.to_dict(), "provenance": record(spec.to_dict()), "run_flags": flags,
             "trials": [{"trial_id": t.trial_id, "label": t.label, "params": t.params,
                         "seed": t.seed} for t in trials(spec)]}

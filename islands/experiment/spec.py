@@ -16,6 +16,7 @@ The format (``experiments/*.yaml``)::
       hidden: [[32, 16], [64, 32]]
       strategy: [cmaes, sep-cmaes, openai-es]
     seeds: 0-2                       # or [0, 1, 2], 0-3,8 (as benchmarks/ take them), or 7
+    order: grid                      # or seeds: every grid point of a seed, then the next
     budget: {max_evals: 20000, time_budget: 600}   # keys from names.BUDGET_FIELDS
     arms: {one: {islands: 1}, four: {islands: 4}}   # optional: run by grid field ``arm``
     scales:                          # any of names.SCALES; each block is optional
@@ -33,8 +34,8 @@ runner's (``names.RUNNER_FIELDS``), ``seed`` and, outside ``grid``, budget field
 value wins over ``base``; an arm (top level only; a scale picks with ``grid: {arm: [...]}``)
 may not set a field the grid varies. A trial's launcher fields (:attr:`Trial.overrides`):
 ``base``, ``budget``, its arm's, the other grid values, ``seed``. Trials: the grid's
-cartesian product in file order (the first slowest) times the seeds, ids ``t000``, ... in
-that order. Values are checked by :func:`check_trials`, with the launcher's own messages.
+cartesian product in file order (the first slowest) times the seeds (fastest, or with
+``order: seeds`` slowest), ids ``t000``, ... in that order. Values are checked by :func:`check_trials`, with the launcher's own messages.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import dataclasses
 import difflib
 import itertools
 import json
+import math
 import os
 import re
 import tempfile
@@ -58,7 +60,11 @@ from .names import BUDGET_FIELDS, RUNNER_FIELDS, SCALES
 from .reports import REPORTS  # the report kinds: the writers' registry
 
 TOP_KEYS = ("name", "report", "question", "description", "base", "arms", "grid", "seeds",
-            "budget", "scales")
+            "order", "budget", "scales")
+# the order trials run in: "grid" (each grid point's seeds in turn) or "seeds" (every grid
+# point of one seed, then the next seed: arms compared on shared seeds as soon as one seed
+# is done, for studies whose runs take hours and are kept and resumed across sessions)
+ORDERS = ("grid", "seeds")
 ARM = "arm"  # the grid field that picks one of ``arms:`` by name
 SCALE_KEYS = ("base", "grid", "seeds", "budget")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # it names directories
@@ -92,6 +98,7 @@ class ExperimentSpec:
     seeds: list = field(default_factory=list)
     budget: dict = field(default_factory=dict)  # names.BUDGET_FIELDS -> value
     arms: dict = field(default_factory=dict)  # arm name -> launcher fields (grid field arm)
+    order: str = "grid"  # ORDERS: the order trials run in
     scale: str = ""
     source: str = ""  # the YAML file it came from
 
@@ -333,7 +340,10 @@ def _check_header(path: str, data: dict[str, Any]) -> dict[str, str]:
             raise _err(path, f"{key} must be text, got {value!r}")
         texts[key] = value.strip()
     texts["question"] = " ".join(texts["question"].split())  # one line in the report
-    return {"name": name, "report": report, **texts}
+    order = data.get("order") or "grid"
+    if order not in ORDERS:
+        raise _err(path, f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    return {"name": name, "report": report, **texts, "order": order}
 
 
 def _check_arms(path: str, value: Any) -> dict[str, dict[str, Any]]:
@@ -396,7 +406,8 @@ def load_experiment(path: str | os.PathLike, scale: str | None) -> ExperimentSpe
     return ExperimentSpec(**header, **merged, arms=arms, scale=scale, source=path)
 
 
-def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> ExperimentSpec:
+def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str],
+             budget: list[str] | None = None) -> ExperimentSpec:
     """``spec`` with other ``seeds`` (``run --seeds``: more seeds for the same question, to
     pool with ``merge``) and its grid narrowed to some values (``run --only
     FIELD=V1,V2``, values named as the report's cells name them: ``32-16`` for a hidden
@@ -404,7 +415,9 @@ def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> Experi
     baseline arm can run alone); ExperimentError (one line) for a field not in the grid or
     a value not among its values."""
     path = spec.source or "<experiment>"
-    new = {} if seeds is None else {"seeds": _seeds(path, "--seeds", seeds)}
+    new: dict[str, Any] = {} if seeds is None else {"seeds": _seeds(path, "--seeds", seeds)}
+    if budget:
+        new["budget"] = {**spec.budget, **_budget_items(path, budget)}
     grid = dict(spec.grid)
     for item in only:
         key, _, values = item.partition("=")
@@ -424,6 +437,25 @@ def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str]) -> Experi
                              f"({', '.join(have)})")
         grid[key] = [have[v] for v in wanted]
     return dataclasses.replace(spec, grid=grid, **new)
+
+
+def _budget_items(path: str, items: list[str]) -> dict[str, float | int]:
+    """``run --budget time_budget=900``: budget fields over the file's (a shorter cap for
+    choosing runs); ExperimentError (one line) for another field or a value not > 0."""
+    out: dict[str, float | int] = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        if key not in BUDGET_FIELDS:
+            raise _err(path, f"--budget {item!r}: expected FIELD=N with FIELD one of "
+                             f"{', '.join(BUDGET_FIELDS)}")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not value > 0 or math.isinf(value):
+            raise _err(path, f"--budget {key}: expected a number > 0, got {text!r}")
+        out[key] = int(value) if value.is_integer() and key != "time_budget" else value
+    return _check_budget(path, "--budget", out)
 
 
 # ---- trials ---------------------------------------------------------------------------------
@@ -453,12 +485,15 @@ def _show(value: Any) -> str:
 
 def trials(spec: ExperimentSpec) -> list[Trial]:
     """The grid's cartesian product (fields in file order, the first slowest) times the
-    seeds, numbered in that order."""
+    seeds, numbered in the order they run: the seeds fastest (``order: grid``) or slowest
+    (``order: seeds``)."""
     points = list(itertools.product(*spec.grid.values()))  # [()] for an empty grid
     n = len(points) * len(spec.seeds)
     width = max(3, len(str(n - 1)))
+    pairs = (itertools.product(points, spec.seeds) if spec.order == "grid" else
+             ((p, s) for s in spec.seeds for p in points))
     out = []
-    for i, (point, seed) in enumerate(itertools.product(points, spec.seeds)):
+    for i, (point, seed) in enumerate(pairs):
         params = dict(zip(spec.grid, copy.deepcopy(point), strict=True))
         label = " ".join([f"{k}={_show(v)}" for k, v in params.items()] + [f"seed={seed}"])
         arm = spec.arms.get(params[ARM], {}) if ARM in params else {}
