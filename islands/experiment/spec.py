@@ -35,7 +35,8 @@ value wins over ``base``; an arm (top level only; a scale picks with ``grid: {ar
 may not set a field the grid varies. A trial's launcher fields (:attr:`Trial.overrides`):
 ``base``, ``budget``, its arm's, the other grid values, ``seed``. Trials: the grid's
 cartesian product in file order (the first slowest) times the seeds (fastest, or with
-``order: seeds`` slowest), ids ``t000``, ... in that order. Values are checked by :func:`check_trials`, with the launcher's own messages.
+``order: seeds`` slowest), ids ``t000``, ... in that order. Values are checked by
+:func:`check_trials`, with the launcher's own messages.
 """
 
 from __future__ import annotations
