@@ -518,7 +518,7 @@ def test_the_cluster_scaling_design_arms_change_one_thing_of_the_islands_arm(
     """The choosing arms of issue 61's designs (run with ``--only arm=...``, in no grid):
     32 islands of 8 cores at 256 cores, as ``islands``, and only the restart or the
     topology differs. The cluster is named as a user types it from the checkout's root."""
-    from islands.experiment.spec import narrowed
+    from islands.experiment.narrow import narrowed
 
     monkeypatch.chdir(ROOT)
 

@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 from .names import EXPERIMENT_JSON, REPORT_MD, SCALES, TUNE_DIR
-from .spec import ExperimentError, check_trials, load_experiment, narrowed, trials
+from .narrow import narrowed
+from .spec import ExperimentError, check_trials, load_experiment, trials
 
 PROG = "islands.experiment"
 
