@@ -13,7 +13,7 @@ from typing import Any
 
 from .collect import param_value
 from .names import BUDGET_FIELDS
-from .spec import ARM, ExperimentSpec, _absolute, _check_budget, _err, _seeds
+from .spec import ARM, ExperimentSpec, _absolute, _err, _seeds
 
 
 def narrowed(spec: ExperimentSpec, seeds: str | None, only: list[str],
@@ -65,7 +65,5 @@ def _budget_items(path: str, items: list[str]) -> dict[str, float | int]:
         if not value > 0 or math.isinf(value):
             raise _err(path, f"--budget {key}: expected a number > 0, got {text!r}")
         out[key] = int(value) if value.is_integer() and key != "time_budget" else value
-    return _check_budget(path, "--budget", out)
+    return out
 
-
-# ---- trials ---------------------------------------------------------------------------------

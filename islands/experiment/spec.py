@@ -405,6 +405,7 @@ def load_experiment(path: str | os.PathLike, scale: str | None) -> ExperimentSpe
     return ExperimentSpec(**header, **merged, arms=arms, scale=scale, source=path)
 
 
+# ---- trials ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Trial:
     """One run of the experiment: a point of the grid with one seed."""

@@ -22,15 +22,11 @@ from typing import Any
 import pandas as pd
 
 from ..cells import ran
-from ..stats import KM, kaplan_meier, ratio_interval
+from ..stats import ratio_interval
 from .common import Context, fmt, km_cell, md_table
-from .versus import versus
+from .versus import km_of, versus
 
 EFFICIENCY_BAR = 0.7  # the research plan's 8.4: > 0.7x linear
-
-
-def _km(runs: pd.DataFrame, column: str) -> KM:
-    return kaplan_meier(runs[column], runs["solved"])
 
 
 def _kind(mixed: Any) -> str:
@@ -42,7 +38,7 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     runs = runs.assign(kind=runs["cluster_mixed"].map(_kind))
     for (kind, cores, arm), cell in runs.groupby(["kind", "cluster_cpus", "arm"], sort=True):
-        t, e = _km(cell, "wall_used"), _km(cell, "episodes_used")
+        t, e = km_of(cell, "wall_used"), km_of(cell, "episodes_used")
         rows.append({"kind": kind, "cores": int(cores), "arm": arm,
                      "solved": f"{int(cell.solved.sum())}/{len(cell)}", "_t": t,
                      "median virtual s to solve [95% CI]": km_cell(t.median, t.low, t.high),
