@@ -231,12 +231,21 @@ def main(argv: list[str] | None = None) -> int:
                    help="a solved run of ENV (its solution): measure a late population "
                         "started there too, for a cost per episode (tasks whose episodes "
                         "lengthen as training goes: Hopper, Walker2d)")
+    p.add_argument("--from-runs", metavar="DIR", nargs="+",
+                   help="fit the costs on these real runs' calls instead of measuring "
+                        "(experiment or run directories: runtime/calibration_runs.py)")
+    p.add_argument("--seeds", help="with --from-runs: only the runs of these seeds "
+                                   "(the choosing ones: 6040-6044)")
+    p.add_argument("--serial-from", metavar="CALIBRATION",
+                   help="with --from-runs: the serial fractions of this measured record")
     args, rest = p.parse_known_args(argv)
     try:
         from ..config import parse_args, resolve
 
         cfg = resolve(parse_args(["--env", args.env, *rest]))
         late = None if args.late is None else Late.of(args.late, cfg.env)
+        if args.from_runs:
+            return _from_runs(args, cfg.env)
     except (ConfigError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 2
@@ -244,7 +253,22 @@ def main(argv: list[str] | None = None) -> int:
 
     rec = calibrate(cfg, plan_islands(cfg, [float(os.cpu_count() or 1)])[0], args.seconds,
                     late)
-    Path(args.file).write_text(json.dumps(rec, indent=2) + "\n")
+    return _write(args.file, rec)
+
+
+def _from_runs(args, env: str) -> int:
+    """``--from-runs``: the record fitted on real runs' calls (ConfigError, one line)."""
+    from ..experiment.spec import _seeds
+    from .calibration_runs import fit_runs, run_dirs
+
+    seeds = None if args.seeds is None else _seeds("--from-runs", "--seeds", args.seeds)
+    base = None if args.serial_from is None else load(args.serial_from, env)
+    runs = [r for d in args.from_runs for r in run_dirs(d, seeds)]
+    return _write(args.file, fit_runs(runs, env, base))
+
+
+def _write(file: str, rec: dict[str, Any]) -> int:
+    Path(file).write_text(json.dumps(rec, indent=2) + "\n")
     keys = ("env", "s_per_step", "serial_fraction", "s_per_round", "round_serial_fraction",
             "s_per_episode", "episode_serial_fraction")
     print(json.dumps({k: rec[k] for k in keys if k in rec}))
