@@ -54,7 +54,7 @@ def overlap_share(d: pd.DataFrame, sleeper: int) -> pd.DataFrame:
     """The other islands' calls with the share of each spent while ``sleeper`` slept (its
     sleep ends its call: the island sleeps after each generation)."""
     rows = []
-    for trial, t in d.groupby("trial"):
+    for _, t in d.groupby("trial"):
         s = t[t.island == sleeper]
         lo, hi = (s.end - s.slept).to_numpy(), s.end.to_numpy()
         for _, c in t[t.island != sleeper].iterrows():

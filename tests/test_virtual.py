@@ -416,3 +416,38 @@ def test_bad_fill_options_are_one_line_and_exit_2(tmp_path, capsys, args, expect
     assert code == 2 and err.startswith("islands.launch: error: "), err
     assert expect in err and "\n" not in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_calibration_fitted_on_a_runs_calls_recovers_the_costs_that_ran_it(tmp_path, capsys):
+    """``--from-runs``: a virtual run's calls cost exactly its calibration's seconds per step
+    and per episode (no rounds term, one CPU per island, no latency or stragglers), so the
+    fit on them gives those costs back, with island 0's sleep taken out of its calls; a
+    run of another env and a missing directory are one line and exit 2."""
+    from islands.runtime import calibration
+
+    doc = {"cluster_name": "t", "provider": {"type": "aws"}, "head_node_type": "head",
+           "available_node_types": {"head": {"resources": {"CPU": 0}},
+                                    "w": {"resources": {"CPU": 1}, "max_workers": 2}},
+           "metadata": {"islands_virtual": {"latency_s": 0, "coordinator_s": 0}}}
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"env": "CartPole-v1", "s_per_step": 2e-5,
+                               "s_per_episode": 3e-3, "serial_fraction": 0.25}))
+    _run(tmp_path / "exp" / "runs" / "t000", _cluster(tmp_path, doc), islands=2,
+         calibration=str(cal), max_episodes=320, island_specs=[{"slowdown_s": 0.05}, {}])
+    out = tmp_path / "fitted.json"
+    assert calibration.main(["CartPole-v1", str(out), "--from-runs", str(tmp_path / "exp"),
+                             "--serial-from", str(cal)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["s_per_step"] == pytest.approx(2e-5, rel=1e-6)
+    assert rec["s_per_episode"] == pytest.approx(3e-3, rel=1e-6)
+    assert rec["serial_fraction"] == 0.25 and rec["source"] == "runs"
+    assert rec["calls"] == sum(rec["calls_per_run"]) > 2
+    assert calibration.load(out, "CartPole-v1") == rec  # a virtual run can take it
+    # no run of these seeds; a run of another env
+    assert calibration.main(["CartPole-v1", str(out), "--from-runs", str(tmp_path / "exp"),
+                             "--seeds", "0", "3"]) == 2
+    assert "no runs/t*/ or run directories found" in capsys.readouterr().err
+    assert calibration.main(["Acrobot-v1", str(out), "--from-runs",
+                             str(tmp_path / "exp")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("is a run of 'CartPole-v1', not 'Acrobot-v1'") and "\n" not in err

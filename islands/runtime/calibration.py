@@ -234,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from-runs", metavar="DIR", nargs="+",
                    help="fit the costs on these real runs' calls instead of measuring "
                         "(experiment or run directories: runtime/calibration_runs.py)")
-    p.add_argument("--seeds", help="with --from-runs: only the runs of these seeds "
-                                   "(the choosing ones: 6040-6044)")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                   help="with --from-runs: only the runs of these seeds (the choosing ones)")
     p.add_argument("--serial-from", metavar="CALIBRATION",
                    help="with --from-runs: the serial fractions of this measured record")
     args, rest = p.parse_known_args(argv)
@@ -258,10 +258,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _from_runs(args, env: str) -> int:
     """``--from-runs``: the record fitted on real runs' calls (ConfigError, one line)."""
-    from ..experiment.spec import _seeds
     from .calibration_runs import fit_runs, run_dirs
 
-    seeds = None if args.seeds is None else _seeds("--from-runs", "--seeds", args.seeds)
+    seeds = args.seeds
     base = None if args.serial_from is None else load(args.serial_from, env)
     runs = [r for d in args.from_runs for r in run_dirs(d, seeds)]
     return _write(args.file, fit_runs(runs, env, base))
