@@ -11,13 +11,12 @@ lengths differed from the calibration's the clock missed by 10-20%. Each real ca
 squares over all of them gives seconds per step and per episode as this machine paid them
 inside real runs of that shape (its Ray processes and the other islands beside each call
 included). A slowed island's sleep (``slowdown_s`` a generation, in its run's config) is
-taken out of its calls; an island on a share of a core (``cpus_per_island`` < 1) had its
-calls' seconds stretched by 1 / share, which is taken out too (the model stretches them
-again by the share it is given). Rounds are not in the metrics: the per-round cost is
+taken out of its calls. Islands on a share of a core (4 islands on 2) share a process,
+one after another (``planning.group_islands``), so a call's seconds are one core's there
+too, as the model takes them. Rounds are not in the metrics: the per-round cost is
 folded into the other two (a per-call intercept fitted beside them came out ~0 on those
-arms). Fit it on
-choosing seeds and check it on fresh ones: a calibration from the very runs it is compared
-with would predict them by construction.
+arms). Fit it on choosing seeds and check it on fresh ones: a calibration from the very
+runs it is compared with would predict them by construction.
 
 The serial fractions (what more evaluator threads do not speed up) cannot come from runs of
 one thread per island: they are taken from ``base`` (a benchmark calibration), else the
@@ -51,8 +50,7 @@ def run_calls(run: Path, env: str) -> np.ndarray:
                           f"({type(e).__name__})") from None
     if cfg.get("env") != env:
         raise ConfigError(f"--from-runs: {run} is a run of {cfg.get('env')!r}, not {env!r}")
-    cpus = float(cfg.get("cpus_per_island") or 1.0)
-    if cpus > 1.0:
+    if float(cfg.get("cpus_per_island") or 1.0) > 1.0:
         raise ConfigError(f"--from-runs: {run} ran {cfg['cpus_per_island']} CPUs per island;"
                           " runs of one evaluator thread per island only")
     specs = cfg.get("island_specs") or []
@@ -62,10 +60,8 @@ def run_calls(run: Path, env: str) -> np.ndarray:
         d = g[["generation", "env_steps", "episodes"]].diff().fillna(g.iloc[0])
         own = specs[int(isl)] if int(isl) < len(specs) and specs[int(isl)] else {}
         slept = float(own.get("slowdown_s") or 0.0) * d.generation.to_numpy()
-        # on a share of a core (4 islands on 2), a call's seconds are that share's: one
-        # core's are ``cpus`` of them, as the cost model divides by ``cpus`` again
         rows.append(np.c_[d.env_steps.to_numpy(), d.episodes.to_numpy(),
-                          (g.call_s.to_numpy() - slept) * cpus])
+                          g.call_s.to_numpy() - slept])
     out = np.concatenate(rows) if rows else np.zeros((0, 3))
     return out[out[:, 0] > 0]
 
