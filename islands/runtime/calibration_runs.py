@@ -71,8 +71,6 @@ def fit_runs(runs: list[Path], env: str, base: dict[str, Any] | None = None
     """The calibration record (``calibration.json``'s keys) fitted on ``runs``' calls."""
     from scipy.optimize import nnls
 
-    from ..output.segments import machine
-
     if not runs:
         raise ConfigError("--from-runs: no runs/t*/ or run directories found")
     per_run = [run_calls(r, env) for r in runs]
@@ -93,9 +91,25 @@ def fit_runs(runs: list[Path], env: str, base: dict[str, Any] | None = None
             "mean_episode_steps": round(float(rows[:, 0].sum() / rows[:, 1].sum()), 1),
             "source": "runs", "runs": [str(r) for r in runs],
             "calls_per_run": [int(len(c)) for c in per_run],
-            "serial_from": base.get("date"), "machine": machine(),
+            "serial_from": base.get("date"), "segments": _segments(runs),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds")}
+
+
+def _segments(runs: list[Path]) -> list[dict[str, Any]]:
+    """Where and when the fitted runs ran (their ``segments.json``: machine, commit, times),
+    so that the calibration says which machine's seconds it holds."""
+    import json
+
+    keep = ("host", "boot", "cpus", "commit", "started", "ended")
+    out = []
+    for r in runs:
+        try:
+            segs = json.loads((r / "segments.json").read_text())
+        except (OSError, ValueError):
+            segs = []
+        out += [{"run": r.name, **{k: s.get(k) for k in keep}} for s in segs]
+    return out
 
 
 def run_dirs(path: str | Path, seeds: list[int] | None = None) -> list[Path]:
