@@ -43,3 +43,25 @@ def test_a_segment_keeps_the_commit_read_when_it_started(tmp_path, monkeypatch):
     assert segments.commit() == "unknown"
     (seg,) = segments.log_segment(tmp_path, 0.0, "raised SystemExit", None, code)
     assert seg["commit"] == code
+
+
+def test_a_segment_is_open_while_it_runs_and_a_later_start_finds_an_unclosed_one_lost(
+        tmp_path):
+    """Opened at the start, its end moved forward at each flush, closed at the end: a
+    process killed before closing it (a machine lost, a Tune trial killed) still leaves
+    where it ran until its last flush, and the next start marks it lost."""
+    (first,) = segments.open_segment(tmp_path, 1_795_000_000.0, "abc")
+    assert first["stop_reason"] == segments.RUNNING and first["episodes"] is None
+    segments.touch(tmp_path, 120)
+    (seen,) = segments.read(tmp_path)
+    assert seen["started"] == first["started"] and seen["ended"] > first["ended"]
+    assert seen["episodes"] == 120 and seen["hours"] > 0
+    # killed here: never closed. The resumed run opens its own and closes it
+    segments.open_segment(tmp_path, 1_795_100_000.0, "abc")
+    segs = segments.log_segment(tmp_path, 1_795_100_000.0, "target", 300, "abc")
+    assert [s["stop_reason"] for s in segs] == [segments.LOST, "target"]
+    assert segs[0]["episodes"] == 120 and segs[1]["episodes"] == 300
+    segments.touch(tmp_path, 999)  # nothing open: nothing changes
+    assert segments.read(tmp_path) == segs
+    # a segment never opened (a record from before) is appended when it closes
+    assert len(segments.log_segment(tmp_path, 1_795_200_000.0, "interrupted", 400, "x")) == 3

@@ -4,11 +4,13 @@ A run longer than a machine's day (Walker2d, Ant, Humanoid on 2 cores) is stoppe
 (``islands.experiment keep``) and resumed on another machine, maybe days later. Each
 segment records the machine (host name, the kernel's boot id, which tells apart machines
 that share a host name as cloned VMs do, CPUs, memory), the commit, when it started and
-ended in UTC, why it stopped and the run's training episodes when it did. The driver
-appends a segment when its run returns or raises (an interrupt, a Tune trial stopped), and
-``summary.json`` repeats the list; ``keep`` copies the file with the checkpoints. A segment
-whose machine was lost outright leaves no record (its work since the last checkpoint is
-done again by the next segment).
+ended in UTC, why it stopped and the run's training episodes when it did. The driver opens
+a segment once the run directory exists (stop reason ``running``), moves its end forward at
+each metrics flush (``touch``), and closes it when its run returns or raises (an interrupt,
+a Tune trial stopped); ``summary.json`` repeats the list; ``keep`` copies the file with the
+checkpoints. So a segment whose process was killed before it could close it (a machine
+lost, a Tune trial killed, a copy kept while the trial was still stopping) still tells
+where it ran, until its last flush; the next start marks it ``lost``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 SEGMENTS_FILE = "segments.json"
+RUNNING = "running"  # an open segment's stop reason: not closed yet
+LOST = "lost (no end recorded: its last flush)"  # an open segment a later start found
 
 
 def _git(*args: str) -> str:
@@ -89,12 +93,38 @@ def read(run_dir: str | Path) -> list[dict[str, Any]]:
 
 def append(run_dir: str | Path, seg: dict[str, Any]) -> list[dict[str, Any]]:
     """Add ``seg`` to ``run_dir``'s segments (atomically); returns them all."""
-    segs = [*read(run_dir), seg]
+    return _write(run_dir, [*read(run_dir), seg])
+
+
+def _write(run_dir: str | Path, segs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     path = Path(run_dir) / SEGMENTS_FILE
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(segs, indent=2) + "\n")
     tmp.replace(path)
     return segs
+
+
+def open_segment(run_dir: str | Path, started_at: float, code: str) -> list[dict[str, Any]]:
+    """Record the segment starting now (``running``, ended where it started); an earlier
+    one still open never closed: ``lost``."""
+    segs = [s | {"stop_reason": LOST} if s.get("stop_reason") == RUNNING else s
+            for s in read(run_dir)]
+    return _write(run_dir, [*segs, segment(started_at, started_at, RUNNING, None, code)])
+
+
+def touch(run_dir: str | Path, episodes: int | None) -> None:
+    """The open segment's end moved to now, with the run's training episodes so far (each
+    metrics flush); nothing where no segment is open."""
+    import time
+
+    segs = read(run_dir)
+    if not segs or segs[-1].get("stop_reason") != RUNNING:
+        return
+    start = datetime.datetime.fromisoformat(segs[-1]["started"]).timestamp()
+    segs[-1] = segs[-1] | {"ended": _utc(time.time()),
+                           "hours": round((time.time() - start) / 3600, 3),
+                           "episodes": None if episodes is None else int(episodes)}
+    _write(run_dir, segs)
 
 
 def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -113,11 +143,17 @@ def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
 
 def log_segment(run_dir: str | Path, started_at: float, stop_reason: str,
                 episodes: int | None, code: str) -> list[dict[str, Any]]:
-    """Append this run segment (this machine, the commit ``code``, from ``started_at`` to
-    now) to ``run_dir``'s record; returns every segment. The caller reads ``code``
+    """Close this run segment (this machine, the commit ``code``, from ``started_at`` to
+    now) in ``run_dir``'s record, or append it where it was never opened; returns every
+    segment. The caller reads ``code``
     (:func:`commit`) when the segment starts: at its end a Ctrl-C reaches the ``git``
     child too (one process group), which then fails and left ``unknown`` in resumed runs'
     records."""
     import time
 
-    return append(run_dir, segment(started_at, time.time(), stop_reason, episodes, code))
+    seg = segment(started_at, time.time(), stop_reason, episodes, code)
+    segs = read(run_dir)
+    if segs and segs[-1].get("stop_reason") == RUNNING and \
+            segs[-1].get("started") == seg["started"]:  # this segment, opened at its start
+        return _write(run_dir, [*segs[:-1], seg])
+    return append(run_dir, seg)

@@ -11,6 +11,7 @@ from typing import Any
 from ..config import Config
 from ..messages import RunStatus
 from ..output.rundir import RunDir
+from ..output.segments import touch
 from .loop import run_loop
 from .port import Runtime
 
@@ -54,6 +55,7 @@ def drive(arch: Runtime, cfg: Config, rd: RunDir, plan, infos, display: bool,
             # Long runs leave readable metrics behind even if they are killed.
             if time.monotonic() - flushed[0] >= FLUSH_S:
                 rd.write_metrics(status.rows)
+                touch(rd.path, row.get("total_episodes"))  # where it ran, so far
                 flushed[0] = time.monotonic()
 
         result = run_loop(arch, on_report, prior_rows)

@@ -16,7 +16,7 @@ import ray
 
 from ..config import Config
 from ..output.rundir import RunDir
-from ..output.segments import commit, log_segment
+from ..output.segments import commit, log_segment, open_segment
 from ..output.summary import write_outputs
 from ..placement import place_by_node_type
 from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
@@ -72,6 +72,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         startup_s = time.monotonic() - t_start
         rd = RunDir(out) if resume else RunDir.create(out)
         rd.write_config(cfg.to_yaml_dict())
+        open_segment(rd.path, started_at, code)
         result = drive(arch, cfg, rd, plan, infos, display, observer,
                         prior_rows(out) if resume else [])
         segments = log_segment(rd.path, started_at, result.stop_reason,

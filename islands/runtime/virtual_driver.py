@@ -17,7 +17,7 @@ from typing import Any
 from ..config import Config
 from ..costmodel import StepCost, load_cluster
 from ..output.rundir import RunDir
-from ..output.segments import commit, log_segment
+from ..output.segments import commit, log_segment, open_segment
 from ..output.summary import write_outputs
 from ..planning import plan_islands
 from ..signals import SIGNALS
@@ -58,6 +58,7 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         startup_s = time.monotonic() - t_start
         rd = RunDir(cfg.out) if resume else RunDir.create(cfg.out)
         rd.write_config(cfg.to_yaml_dict())
+        open_segment(rd.path, started_at, code)
         rd._atomic_text(CALIBRATION_FILE, json.dumps(cal, indent=2) + "\n")
         SIGNALS.arch = arch
         t_loop = time.monotonic()
