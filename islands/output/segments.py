@@ -145,10 +145,9 @@ def log_segment(run_dir: str | Path, started_at: float, stop_reason: str,
                 episodes: int | None, code: str) -> list[dict[str, Any]]:
     """Close this run segment (this machine, the commit ``code``, from ``started_at`` to
     now) in ``run_dir``'s record, or append it where it was never opened; returns every
-    segment. The caller reads ``code``
-    (:func:`commit`) when the segment starts: at its end a Ctrl-C reaches the ``git``
-    child too (one process group), which then fails and left ``unknown`` in resumed runs'
-    records."""
+    segment. The caller reads ``code`` (:func:`commit`) when the segment starts: at its end
+    a Ctrl-C reaches the ``git`` child too (one process group), which then fails and left
+    ``unknown`` in resumed runs' records."""
     import time
 
     seg = segment(started_at, time.time(), stop_reason, episodes, code)
