@@ -1,15 +1,15 @@
 """Seconds per env step of each island's calls, a real arm's against a virtual arm's, by the
 calls' mean episode length: where a virtual clock runs fast or slow (issue 60, item 3).
 
-    python benchmarks/call_costs.py REAL_DIR VIRTUAL_DIR [--sleep 0=0.5]
+    python benchmarks/call_costs.py REAL_DIR VIRTUAL_DIR
 
 Each DIR is an experiment directory (``runs/t*/metrics.parquet``). A row's ``call_s`` is
-the call's seconds (real, or the cost model's); an island slowed on purpose sleeps
-``--sleep ISLAND=S`` seconds a generation inside its calls, taken out here so that its
-compute is compared. A second table: the real arm's other islands' seconds per step by the
-share of each call that overlapped a sleeping island's sleep (does an island step faster
-while its neighbour sleeps?). Prints the tables and a final JSON line (its ratio: the
-virtual seconds per step over the real ones, all calls)."""
+the call's seconds (real, or the cost model's); an island slowed on purpose sleeps its
+``slowdown_s`` (its run's config) a generation inside its calls, taken out here so that
+its compute is compared. A second table: the real arm's other islands' seconds per step by
+the share of each call that overlapped a sleeping island's sleep (does an island step
+faster while its neighbour sleeps?). Prints the tables and a final JSON line (its ratio:
+the virtual seconds per step over the real ones, all calls)."""
 
 from __future__ import annotations
 
@@ -20,31 +20,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from islands.config import ConfigError
 from islands.output import benchmarking as bench
+from islands.runtime.calibration_runs import call_table, run_dirs
 
 BINS = [0, 200, 400, 700, 1001]  # mean steps per episode of a call (Hopper's are <= 1000)
 OVERLAP = [-0.01, 0.05, 0.2, 0.4, 0.7, 1.01]
 
 
-def calls(exp: Path, sleep: dict[int, float]) -> pd.DataFrame:
-    """One row per island call of every trial: its steps, episodes, seconds of compute and
-    its span on the run's clock."""
-    out = []
-    for f in sorted(exp.glob("runs/t*/metrics.parquet")):
-        m = pd.read_parquet(f, columns=["island", "generation", "wall_s", "call_s",
-                                        "env_steps", "episodes"])
-        for isl, g in m.groupby("island"):
-            g = g.sort_values("generation")
-            d = g[["generation", "env_steps", "episodes"]].diff().fillna(g.iloc[0])
-            slept = sleep.get(int(isl), 0.0) * d.generation.to_numpy()
-            out.append(pd.DataFrame({
-                "trial": f.parent.name, "island": int(isl), "steps": d.env_steps.to_numpy(),
-                "episodes": d.episodes.to_numpy(), "compute_s": g.call_s.to_numpy() - slept,
-                "end": g.wall_s.to_numpy(), "call_s": g.call_s.to_numpy(), "slept": slept}))
+def calls(exp: Path) -> pd.DataFrame:
+    """One row per island call of every trial (``calibration_runs.call_table``: steps,
+    episodes, seconds of compute with a slowed island's sleep taken out, its span)."""
+    out = [call_table(r)[1].assign(trial=r.name) for r in run_dirs(exp)]
     if not out:
-        raise SystemExit(f"call_costs: no runs/t*/metrics.parquet under {exp}")
-    d = pd.concat(out, ignore_index=True)
-    return d[d.steps > 0]
+        raise ConfigError(f"no runs/t*/metrics.parquet under {exp}")
+    return pd.concat(out, ignore_index=True)
 
 
 def per_step(d: pd.DataFrame, by: list[str]) -> pd.Series:
@@ -70,14 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("real", type=Path)
     ap.add_argument("virtual", type=Path)
-    ap.add_argument("--sleep", action="append", default=[], metavar="ISLAND=S")
     a = ap.parse_args(argv)
     try:
-        sleep = {int(k): float(v) for k, v in (s.split("=", 1) for s in a.sleep)}
-    except ValueError:
-        print(f"call_costs: --sleep takes ISLAND=SECONDS, got {a.sleep}", file=sys.stderr)
+        arms = {name: calls(p) for name, p in (("real", a.real), ("virtual", a.virtual))}
+    except ConfigError as e:
+        print(f"call_costs: {e}", file=sys.stderr)
         return 2
-    arms = {name: calls(p, sleep) for name, p in (("real", a.real), ("virtual", a.virtual))}
     for d in arms.values():
         d["length"] = pd.cut(d.steps / d.episodes, BINS)
     t = pd.DataFrame({f"{k} us/step": per_step(d, ["island", "length"]) for k, d in arms.items()})
@@ -93,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"real": str(a.real), "virtual": str(a.virtual),
              "us_per_step": {k: {int(i): round(float(v), 2) for i, v in s.items()}
                              for k, s in whole.items()}}
-    for sleeper in sleep:
+    for sleeper in sorted(set(arms["real"].island[arms["real"].slept > 0])):
         o = overlap_share(arms["real"], sleeper)
         o["share"] = pd.cut(o.share, OVERLAP)
         by = per_step(o, ["share"])

@@ -33,37 +33,50 @@ import numpy as np
 from ..config import ConfigError
 
 
-def run_calls(run: Path, env: str) -> np.ndarray:
-    """Rows (steps, episodes, compute seconds) of every island call of the run in ``run``,
-    each slowed island's sleep taken out; ConfigError where the run is not ``env``'s or
-    used more than one evaluator thread per island (its seconds would not be one core's)."""
+def call_table(run: Path) -> tuple[dict[str, Any], Any]:
+    """The run in ``run``: its config and one row per island call (``island``, ``steps``,
+    ``episodes``, ``call_s``, ``slept``: its island's ``slowdown_s`` x the call's
+    generations, ``compute_s`` = call_s - slept, ``end``: the run's clock when it
+    returned); ConfigError (one line) where it has no readable config or metrics."""
     import pandas as pd
     import yaml
 
     try:
         cfg = yaml.safe_load((run / "config.yaml").read_text()) or {}
         m = pd.read_parquet(run / "metrics.parquet",
-                            columns=["island", "generation", "call_s", "env_steps",
+                            columns=["island", "generation", "wall_s", "call_s", "env_steps",
                                      "episodes"])
     except (OSError, ValueError, KeyError) as e:
         raise ConfigError(f"--from-runs: {run} is not a run directory with metrics "
                           f"({type(e).__name__})") from None
-    if cfg.get("env") != env:
-        raise ConfigError(f"--from-runs: {run} is a run of {cfg.get('env')!r}, not {env!r}")
-    if float(cfg.get("cpus_per_island") or 1.0) > 1.0:
-        raise ConfigError(f"--from-runs: {run} ran {cfg['cpus_per_island']} CPUs per island;"
-                          " runs of one evaluator thread per island only")
     specs = cfg.get("island_specs") or []
-    rows = []
+    parts = []
     for isl, g in m.groupby("island"):
         g = g.sort_values("generation")
         d = g[["generation", "env_steps", "episodes"]].diff().fillna(g.iloc[0])
         own = specs[int(isl)] if int(isl) < len(specs) and specs[int(isl)] else {}
         slept = float(own.get("slowdown_s") or 0.0) * d.generation.to_numpy()
-        rows.append(np.c_[d.env_steps.to_numpy(), d.episodes.to_numpy(),
-                          g.call_s.to_numpy() - slept])
-    out = np.concatenate(rows) if rows else np.zeros((0, 3))
-    return out[out[:, 0] > 0]
+        parts.append(pd.DataFrame({
+            "island": int(isl), "steps": d.env_steps.to_numpy(),
+            "episodes": d.episodes.to_numpy(), "call_s": g.call_s.to_numpy(),
+            "slept": slept, "compute_s": g.call_s.to_numpy() - slept,
+            "end": g.wall_s.to_numpy()}))
+    calls = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["island", "steps", "episodes", "call_s", "slept", "compute_s", "end"])
+    return cfg, calls[calls.steps > 0]
+
+
+def run_calls(run: Path, env: str) -> np.ndarray:
+    """Rows (steps, episodes, compute seconds) of every island call of the run in ``run``
+    (:func:`call_table`); ConfigError where the run is not ``env``'s or used more than one
+    evaluator thread per island (its seconds would not be one core's)."""
+    cfg, calls = call_table(run)
+    if cfg.get("env") != env:
+        raise ConfigError(f"--from-runs: {run} is a run of {cfg.get('env')!r}, not {env!r}")
+    if float(cfg.get("cpus_per_island") or 1.0) > 1.0:
+        raise ConfigError(f"--from-runs: {run} ran {cfg['cpus_per_island']} CPUs per island;"
+                          " runs of one evaluator thread per island only")
+    return calls[["steps", "episodes", "compute_s"]].to_numpy(dtype=np.float64)
 
 
 def fit_runs(runs: list[Path], env: str, base: dict[str, Any] | None = None
@@ -99,17 +112,10 @@ def fit_runs(runs: list[Path], env: str, base: dict[str, Any] | None = None
 def _segments(runs: list[Path]) -> list[dict[str, Any]]:
     """Where and when the fitted runs ran (their ``segments.json``: machine, commit, times),
     so that the calibration says which machine's seconds it holds."""
-    import json
+    from ..output.segments import read
 
     keep = ("host", "boot", "cpus", "commit", "started", "ended")
-    out = []
-    for r in runs:
-        try:
-            segs = json.loads((r / "segments.json").read_text())
-        except (OSError, ValueError):
-            segs = []
-        out += [{"run": r.name, **{k: s.get(k) for k in keep}} for s in segs]
-    return out
+    return [{"run": r.name, **{k: s.get(k) for k in keep}} for r in runs for s in read(r)]
 
 
 def run_dirs(path: str | Path, seeds: list[int] | None = None) -> list[Path]:
