@@ -92,20 +92,23 @@ def shape_answers(results: pd.DataFrame) -> list[str]:
 
 
 def where_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per run: on how many machines, over how many days and segments (a start and each
+    """Per run (task, shape, seed): on how many machines, over how many days and segments (a start and each
     resume) it ran, its hours and its first start and last end (UTC)."""
     cols = ["segments", "machines", "days", "run_hours", "first_start", "last_end"]
     done = ran(results)
     if "segments" not in done or not (pd.to_numeric(done["segments"]) > 0).any():
         return pd.DataFrame()
+    k = done["islands"].fillna(1).astype(int) if "islands" in done else pd.Series(1, done.index)
     t = done[["env", "seed", *cols]].rename(columns={"run_hours": "hours",
                                                     "first_start": "first start (UTC)",
                                                     "last_end": "last end (UTC)"})
-    t = t.sort_values(["env", "seed"]).reset_index(drop=True)
+    # a seed run in two shapes is two rows: say which is which
+    t.insert(1, "shape", k.map(shape_name))
+    t = t.sort_values(["env", "seed", "shape"]).reset_index(drop=True)
     t["seed"] = t["seed"].astype(str)  # a name, not a count to print with a comma
     none = ~(pd.to_numeric(t["segments"], errors="coerce") > 0)  # ran before the record
     t = t.astype(object)
-    t.loc[none, [c for c in t.columns if c not in ("env", "seed")]] = "no record"
+    t.loc[none, [c for c in t.columns if c not in ("env", "shape", "seed")]] = "no record"
     for c in ("first start (UTC)", "last end (UTC)"):  # "2026-11-29 02:01"
         t[c] = t[c].map(lambda v: v[:16].replace("T", " ") if isinstance(v, str) else v)
     return t
