@@ -65,3 +65,26 @@ def test_a_segment_is_open_while_it_runs_and_a_later_start_finds_an_unclosed_one
     assert segments.read(tmp_path) == segs
     # a segment never opened (a record from before) is appended when it closes
     assert len(segments.log_segment(tmp_path, 1_795_200_000.0, "interrupted", 400, "x")) == 3
+
+
+def test_a_segment_left_open_by_a_stopped_trial_is_closed_by_its_experiment(tmp_path):
+    """Tune ends a stopped trial's process without letting the run return: the
+    experiment's driver closes the open segment as stopped (its end: the last flush); the
+    trial's own close, if its process was still ending, replaces it, never adds one."""
+    segments.open_segment(tmp_path, 1_795_000_000.0, "abc")
+    segments.touch(tmp_path, 120)
+    (flushed,) = segments.read(tmp_path)
+    assert segments.close_open(tmp_path) is True
+    (closed,) = segments.read(tmp_path)
+    assert closed == flushed | {"stop_reason": segments.STOPPED}
+    assert segments.close_open(tmp_path) is False  # nothing open any more
+    segments.touch(tmp_path, 999)  # a late flush of the ending process: no change
+    assert segments.read(tmp_path) == [closed]
+    (last,) = segments.log_segment(tmp_path, 1_795_000_000.0, "raised SystemExit", None,
+                                   "abc")  # the process closed it after all
+    assert last["stop_reason"] == "raised SystemExit"
+    # the next start keeps a stopped segment as it is (not lost)
+    segments.close_open(tmp_path)  # nothing open
+    segs = segments.open_segment(tmp_path, 1_795_100_000.0, "abc")
+    assert [s["stop_reason"] for s in segs] == ["raised SystemExit", segments.RUNNING]
+    assert segments.close_open(tmp_path / "never-ran") is False  # no record at all

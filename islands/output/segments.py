@@ -10,7 +10,8 @@ each metrics flush (``touch``), and closes it when its run returns or raises (an
 a Tune trial stopped); ``summary.json`` repeats the list; ``keep`` copies the file with the
 checkpoints. So a segment whose process was killed before it could close it (a machine
 lost, a Tune trial killed, a copy kept while the trial was still stopping) still tells
-where it ran, until its last flush; the next start marks it ``lost``.
+where it ran, until its last flush; the next start marks it ``lost``, or the experiment's
+driver, once Tune has stopped the trial, ``stopped``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from typing import Any
 SEGMENTS_FILE = "segments.json"
 RUNNING = "running"  # an open segment's stop reason: not closed yet
 LOST = "lost (no end recorded: its last flush)"  # an open segment a later start found
+# an open segment its experiment closed once Tune had stopped the trial: Tune ends a trial's
+# process without letting the run return, so the run could not close it itself
+STOPPED = "stopped with its experiment (its end: its last flush)"
 
 
 def _git(*args: str) -> str:
@@ -127,6 +131,16 @@ def touch(run_dir: str | Path, episodes: int | None) -> None:
     _write(run_dir, segs)
 
 
+def close_open(run_dir: str | Path, reason: str = STOPPED) -> bool:
+    """Close the run's open segment, if any, as ``reason`` (its end stays its last flush);
+    True if one was open. For a driver that knows the run's process is gone."""
+    segs = read(run_dir)
+    if not segs or segs[-1].get("stop_reason") != RUNNING:
+        return False
+    _write(run_dir, [*segs[:-1], segs[-1] | {"stop_reason": reason}])
+    return True
+
+
 def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
     """A run's segments in brief: how many, on how many machines (host and boot id), over
     how many UTC calendar days, the hours run, and the first start and last end."""
@@ -152,7 +166,9 @@ def log_segment(run_dir: str | Path, started_at: float, stop_reason: str,
 
     seg = segment(started_at, time.time(), stop_reason, episodes, code)
     segs = read(run_dir)
-    if segs and segs[-1].get("stop_reason") == RUNNING and \
-            segs[-1].get("started") == seg["started"]:  # this segment, opened at its start
+    # this segment, opened at its start (or closed for it by its experiment's driver, which
+    # found it open while this process was still ending)
+    if segs and segs[-1].get("stop_reason") in (RUNNING, STOPPED) and \
+            segs[-1].get("started") == seg["started"]:
         return _write(run_dir, [*segs[:-1], seg])
     return append(run_dir, seg)

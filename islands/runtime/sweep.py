@@ -271,7 +271,10 @@ def run_experiment(source, verbose: int = 1, stop: Any = None,
                        param_space={"trial": tune.grid_search(ids)},
                        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
                        run_config=_run_config(source, verbose, stop, wandb))
-    return tuner.fit()
+    try:
+        return tuner.fit()
+    finally:
+        close_stopped_segments(source)
 
 
 def resume_experiment(source, verbose: int = 1) -> Any:
@@ -283,7 +286,20 @@ def resume_experiment(source, verbose: int = 1) -> Any:
     plans = plan_trials(source)
     tuner = tune.Tuner.restore(path, trainable=_trainable(source, plans),
                                resume_unfinished=True, resume_errored=True)
-    return tuner.fit()
+    try:
+        return tuner.fit()
+    finally:
+        close_stopped_segments(source)
+
+
+def close_stopped_segments(source) -> list[str]:
+    """Once Tune is done (all trials finished, or stopped by an interrupt): the trials
+    whose run segment is still open, closed as stopped. Tune stops a trial by ending its
+    process, so a run busy in a long island call (an Ant generation: tens of seconds)
+    never returns to close its segment itself; its end stays the last metrics flush."""
+    from ..output.segments import close_open
+
+    return [t for t in source.ids() if close_open(Path(source.config(t).out))]
 
 
 def connect(address: str | None, dashboard: bool = True) -> bool:
