@@ -92,8 +92,8 @@ def shape_answers(results: pd.DataFrame) -> list[str]:
 
 
 def where_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per run (task, shape, seed): on how many machines, over how many days and segments (a start and each
-    resume) it ran, its hours and its first start and last end (UTC)."""
+    """Per run (task, shape, seed): on how many machines, over how many days and segments
+    (a start and each resume) it ran, its hours and its first start and last end (UTC)."""
     cols = ["segments", "machines", "days", "run_hours", "first_start", "last_end"]
     done = ran(results)
     if "segments" not in done or not (pd.to_numeric(done["segments"]) > 0).any():
