@@ -434,7 +434,7 @@ def test_a_calibration_fitted_on_a_runs_calls_recovers_the_costs_that_ran_it(tmp
                                "s_per_episode": 3e-3, "serial_fraction": 0.25}))
     _run(tmp_path / "exp" / "runs" / "t000", _cluster(tmp_path, doc), islands=2,
          calibration=str(cal), max_episodes=320, island_specs=[{"slowdown_s": 0.05}, {}])
-    out = tmp_path / "fitted.json"
+    out = tmp_path / "new-folder" / "fitted.json"  # a folder of its own, made for it
     assert calibration.main(["CartPole-v1", str(out), "--from-runs", str(tmp_path / "exp"),
                              "--serial-from", str(cal)]) == 0
     rec = json.loads(out.read_text())

@@ -267,6 +267,8 @@ def _from_runs(args, env: str) -> int:
 
 
 def _write(file: str, rec: dict[str, Any]) -> int:
+    # a new folder for the record is made, not a traceback after minutes of measuring
+    Path(file).parent.mkdir(parents=True, exist_ok=True)
     Path(file).write_text(json.dumps(rec, indent=2) + "\n")
     keys = ("env", "s_per_step", "serial_fraction", "s_per_round", "round_serial_fraction",
             "s_per_episode", "episode_serial_fraction")
