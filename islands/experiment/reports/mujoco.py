@@ -57,10 +57,15 @@ def shape_name(islands: int) -> str:
     return "1 island (ARS's shape)" if islands == 1 else f"{islands} islands"
 
 
+def _islands(done: pd.DataFrame) -> pd.Series:
+    """Each run's island count (1 where a run kept before the column had none)."""
+    return done["islands"].fillna(1).astype(int) if "islands" in done else pd.Series(1, done.index)
+
+
 def _by_shape(done: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
     """(task, islands, runs) per task and shape: the ``islands`` column, so runs kept before
     an experiment named its arms fall under the shape they ran."""
-    k = done["islands"].fillna(1).astype(int) if "islands" in done else pd.Series(1, done.index)
+    k = _islands(done)
     return [(env, int(n), runs) for (env, n), runs in
             done.assign(_k=k).groupby(["env", "_k"], sort=False)]
 
@@ -98,7 +103,7 @@ def where_table(results: pd.DataFrame) -> pd.DataFrame:
     done = ran(results)
     if "segments" not in done or not (pd.to_numeric(done["segments"]) > 0).any():
         return pd.DataFrame()
-    k = done["islands"].fillna(1).astype(int) if "islands" in done else pd.Series(1, done.index)
+    k = _islands(done)
     t = done[["env", "seed", *cols]].rename(columns={"run_hours": "hours",
                                                     "first_start": "first start (UTC)",
                                                     "last_end": "last end (UTC)"})
