@@ -68,7 +68,7 @@ def one_run(args, out: Path) -> tuple[pd.DataFrame, dict]:
     return pd.read_parquet(out / "metrics.parquet"), r.summary
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", default="Hopper-v4")
     ap.add_argument("--islands", type=int, default=2)
@@ -76,7 +76,7 @@ def main() -> None:
     ap.add_argument("--max-episodes", type=int, default=9000)
     ap.add_argument("--cluster", default="cluster/laptop.yaml")
     ap.add_argument("--calibration", default="docs/results/virtual-time/calls/islands-2-b")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         shared, s0 = one_run(args, Path(tmp) / "shared")
         copy_messages()
