@@ -15,7 +15,7 @@ that differ (none expected) and a final JSON line.
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import dataclasses
 import pickle
 import tempfile
@@ -35,10 +35,11 @@ def copied(x):
     return pickle.loads(pickle.dumps(x))
 
 
-def copy_messages() -> None:
-    """Patch VirtualArchipelago so that every message is a copy, as on Ray."""
-    evolve, test, report = (V.VirtualArchipelago.evolve, V.VirtualArchipelago.test,
-                            V.VirtualArchipelago.report)
+@contextlib.contextmanager
+def copy_messages():
+    """Within: VirtualArchipelago copies every message, as Ray does; restored after."""
+    cls = V.VirtualArchipelago
+    evolve, test, report = cls.evolve, cls.test, cls.report
 
     def evolve_copied(self, host, calls):
         calls = [dataclasses.replace(c, immigrants=copied(c.immigrants),
@@ -54,10 +55,14 @@ def copy_messages() -> None:
         ev.work = lambda: copied(work())
         return ev
 
-    V.VirtualArchipelago.evolve = evolve_copied
-    V.VirtualArchipelago.report = report_copied
-    V.VirtualArchipelago.test = (lambda self, kind, cand, n, stop_early=True:
-                                 test(self, kind, copied(cand), n, stop_early))
+    def test_copied(self, kind, cand, n, stop_early=True):
+        return test(self, kind, copied(cand), n, stop_early)
+
+    cls.evolve, cls.report, cls.test = evolve_copied, report_copied, test_copied
+    try:
+        yield
+    finally:
+        cls.evolve, cls.report, cls.test = evolve, report, test
 
 
 def one_run(args, out: Path) -> tuple[pd.DataFrame, dict]:
@@ -69,7 +74,7 @@ def one_run(args, out: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = bench.parser(__doc__)
     ap.add_argument("--env", default="Hopper-v4")
     ap.add_argument("--islands", type=int, default=2)
     ap.add_argument("--seed", type=int, default=6055)
@@ -79,8 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         shared, s0 = one_run(args, Path(tmp) / "shared")
-        copy_messages()
-        copies, s1 = one_run(args, Path(tmp) / "copied")
+        with copy_messages():
+            copies, s1 = one_run(args, Path(tmp) / "copied")
     cols = [c for c in shared.columns if c not in TIMING]
     differ = [c for c in cols if len(shared) != len(copies)
               or not shared[c].equals(copies[c])]
