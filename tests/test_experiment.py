@@ -20,6 +20,7 @@ import yaml
 from conftest import joining
 
 from islands.experiment import cli
+from islands.output.segments import STOPPED
 from islands.experiment.names import CURVES, EXPERIMENT_JSON, REPORT_MD, RESULTS, RUNS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,8 +114,10 @@ def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(exp
         s = json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
         assert s["generations"]["0"] == 6 and s["stop_reason"] == "generations"
         # its record of where it ran: stopped with the driver, then resumed to the end
+        # (an interrupt is a stop: closed with its last flush's episodes, not "raised")
         segs = [g["stop_reason"] for g in s["segments"]]
-        assert segs[-1] == "generations" and segs[0].startswith("raised "), segs
+        assert segs == [STOPPED, "generations"], segs
+        assert s["segments"][0]["episodes"] is not None, s["segments"]
     fresh = [t for t in after if t not in mid]
     assert not any(json.loads((exp_dir / RUNS_DIR / t / "trial.json").read_text())["resumed"]
                    for t in fresh)

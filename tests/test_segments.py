@@ -88,3 +88,25 @@ def test_a_segment_left_open_by_a_stopped_trial_is_closed_by_its_experiment(tmp_
     segs = segments.open_segment(tmp_path, 1_795_100_000.0, "abc")
     assert [s["stop_reason"] for s in segs] == ["raised SystemExit", segments.RUNNING]
     assert segments.close_open(tmp_path / "never-ran") is False  # no record at all
+
+
+def test_an_interrupted_run_closes_its_segment_stopped_with_its_last_flush(tmp_path):
+    """Ctrl-C or Tune ending a trial reaches the run as KeyboardInterrupt or SystemExit:
+    a stop, closed as stopped with the episodes of its last flush (not ``raised`` with
+    none), and never over a close its experiment made first; a crash is ``raised``."""
+    for i, error in enumerate((SystemExit(), KeyboardInterrupt())):
+        run = tmp_path / f"run-{i}"
+        run.mkdir()
+        segments.open_segment(run, 1_795_000_000.0, "abc")
+        segments.touch(run, 19_680)
+        (flushed,) = segments.read(run)
+        (seg,) = segments.close_raised(run, 1_795_000_000.0, error, "abc")
+        assert seg == flushed | {"stop_reason": segments.STOPPED}, seg
+        assert seg["episodes"] == 19_680
+        assert segments.close_raised(run, 1_795_000_000.0, error, "abc") == [seg]
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    segments.open_segment(crashed, 1_795_000_000.0, "abc")
+    segments.touch(crashed, 50)
+    (seg,) = segments.close_raised(crashed, 1_795_000_000.0, ValueError("bad"), "abc")
+    assert seg["stop_reason"] == "raised ValueError" and seg["episodes"] is None

@@ -141,6 +141,23 @@ def close_open(run_dir: str | Path, reason: str = STOPPED) -> bool:
     return True
 
 
+# how a stop reaches a run: Ctrl-C, or Tune ending a stopped trial (SystemExit in its thread)
+INTERRUPTS = (KeyboardInterrupt, SystemExit)
+
+
+def close_raised(run_dir: str | Path, started_at: float, error: BaseException,
+                 code: str) -> list[dict[str, Any]]:
+    """Close the segment of a run that raised ``error``; returns every segment. An
+    interrupt is a stop, not a failure: the open segment closes as ``stopped``, its end and
+    episodes those of its last metrics flush (what its checkpoints hold; an interrupted
+    Ant run once logged ``raised SystemExit`` with no episodes), and one its experiment
+    closed already stays as it is. Anything else closes as ``raised <type>``."""
+    if isinstance(error, INTERRUPTS):
+        close_open(run_dir)
+        return read(run_dir)
+    return log_segment(run_dir, started_at, f"raised {type(error).__name__}", None, code)
+
+
 def where_ran(segments: list[dict[str, Any]] | None) -> dict[str, Any]:
     """A run's segments in brief: how many, on how many machines (host and boot id), over
     how many UTC calendar days, the hours run, and the first start and last end."""

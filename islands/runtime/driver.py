@@ -16,7 +16,7 @@ import ray
 
 from ..config import Config
 from ..output.rundir import RunDir
-from ..output.segments import commit, log_segment, open_segment
+from ..output.segments import close_raised, commit, log_segment, open_segment
 from ..output.summary import write_outputs
 from ..placement import place_by_node_type
 from ..planning import ResourceError, check_resources, plan_hosts, plan_islands
@@ -80,7 +80,7 @@ def run(cfg: Config, out: str | None = None, display: bool = True,
         return write_outputs(rd, cfg, plan, infos, result, startup_s, segments)
     except BaseException as e:  # a Tune trial stopped, a crash: the segment still counts
         if rd is not None and segments is None:
-            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None, code)
+            close_raised(rd.path, started_at, e, code)
         raise
     finally:
         SIGNALS.arch = None

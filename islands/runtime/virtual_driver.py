@@ -17,7 +17,7 @@ from typing import Any
 from ..config import Config
 from ..costmodel import StepCost, load_cluster
 from ..output.rundir import RunDir
-from ..output.segments import commit, log_segment, open_segment
+from ..output.segments import close_raised, commit, log_segment, open_segment
 from ..output.summary import write_outputs
 from ..planning import plan_islands
 from ..signals import SIGNALS
@@ -74,7 +74,7 @@ def run_virtual(cfg: Config, out: str | None = None, display: bool = True,
         return summary
     except BaseException as e:
         if rd is not None and segments is None:
-            log_segment(rd.path, started_at, f"raised {type(e).__name__}", None, code)
+            close_raised(rd.path, started_at, e, code)
         raise
     finally:
         SIGNALS.arch = None
