@@ -20,8 +20,8 @@ import yaml
 from conftest import joining
 
 from islands.experiment import cli
-from islands.output.segments import STOPPED
 from islands.experiment.names import CURVES, EXPERIMENT_JSON, REPORT_MD, RESULTS, RUNS_DIR
+from islands.output.segments import STOPPED
 
 ROOT = Path(__file__).resolve().parents[1]
 
