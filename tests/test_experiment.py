@@ -114,10 +114,9 @@ def test_an_interrupted_experiment_resumes_without_rerunning_finished_trials(exp
         s = json.loads((exp_dir / RUNS_DIR / t / "summary.json").read_text())
         assert s["generations"]["0"] == 6 and s["stop_reason"] == "generations"
         # its record of where it ran: stopped with the driver, then resumed to the end
-        # (an interrupt is a stop: closed with its last flush's episodes, not "raised")
+        # (an interrupt is a stop, closed as its last flush left it: not "raised")
         segs = [g["stop_reason"] for g in s["segments"]]
         assert segs == [STOPPED, "generations"], segs
-        assert s["segments"][0]["episodes"] is not None, s["segments"]
     fresh = [t for t in after if t not in mid]
     assert not any(json.loads((exp_dir / RUNS_DIR / t / "trial.json").read_text())["resumed"]
                    for t in fresh)
