@@ -7,7 +7,8 @@ that share a host name as cloned VMs do, CPUs, memory), the commit, when it star
 ended in UTC, why it stopped and the run's training episodes when it did. The driver opens
 a segment once the run directory exists (stop reason ``running``), moves its end forward at
 each metrics flush (``touch``), and closes it when its run returns or raises (an interrupt,
-a Tune trial stopped); ``summary.json`` repeats the list; ``keep`` copies the file with the
+Ctrl-C or a Tune trial stopped, closes as ``stopped`` with its last flush; a crash as
+``raised <type>``); ``summary.json`` repeats the list; ``keep`` copies the file with the
 checkpoints. So a segment whose process was killed before it could close it (a machine
 lost, a Tune trial killed, a copy kept while the trial was still stopping) still tells
 where it ran, until its last flush; the next start marks it ``lost``, or the experiment's
@@ -27,8 +28,8 @@ from typing import Any
 SEGMENTS_FILE = "segments.json"
 RUNNING = "running"  # an open segment's stop reason: not closed yet
 LOST = "lost (no end recorded: its last flush)"  # an open segment a later start found
-# an open segment its experiment closed once Tune had stopped the trial: Tune ends a trial's
-# process without letting the run return, so the run could not close it itself
+# an open segment closed by a stop: the run's own close on an interrupt, or its experiment's
+# once Tune had stopped the trial (Tune may end a trial's process before the run returns)
 STOPPED = "stopped with its experiment (its end: its last flush)"
 
 
