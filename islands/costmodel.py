@@ -11,6 +11,7 @@ file), under ``islands_virtual``::
       islands_virtual:
         speed: {slow_worker: 0.5}        # per node type; 1 where not named
         straggler: {p: 0.05, factor: 5}  # a call 5x slower with probability 0.05
+        jitter: 0.3                      # every call's seconds times lognormal noise
         latency_s: 0.0005                # one way, per message between processes
         coordinator_s: 0.0005            # the coordinator's work per island report
         failures_per_hour: 0.5           # per worker node: its processes die
@@ -69,6 +70,7 @@ class ClusterModel:
     coordinator_s: float = DEFAULT_COORDINATOR_S
     straggler_p: float = 0.0
     straggler_factor: float = 1.0
+    jitter: float = 0.0  # log-sd of every call's noise (mean 1); 0: none, no draws
     failures_per_hour: float = 0.0  # per worker node (the head, the coordinator's, never)
     restart_s: float = DEFAULT_RESTART_S
     head_reserved_cpus: float = DEFAULT_HEAD_RESERVED_CPUS  # (in the head's speed already)
@@ -104,6 +106,17 @@ class ClusterModel:
         if self.straggler_p <= 0:
             return 1.0
         return self.straggler_factor if rng.random() < self.straggler_p else 1.0
+
+    def jitter_factor(self, rng: np.random.Generator) -> float:
+        """A call's noise: lognormal with log-sd ``jitter`` and mean 1, so the calls'
+        mean seconds stay the calibration's. Real calls wander around the cost model's
+        seconds (the OS, the tester and the coordinator beside them); how the islands'
+        calls then interleave decides which migrants and statistics each call carries, so
+        a run's episodes depend on it (docs/results/virtual-time.md, stage 13). No draw
+        where ``jitter`` is 0: replays from before it stay bit for bit."""
+        if self.jitter <= 0:
+            return 1.0
+        return float(math.exp(self.jitter * rng.standard_normal() - self.jitter ** 2 / 2))
 
 
 @dataclass(frozen=True)
@@ -213,7 +226,7 @@ def load_cluster(path: str | Path) -> ClusterModel:
         latency_s=_number(extra.get("latency_s", DEFAULT_LATENCY_S), f"{SECTION}.latency_s", 0),
         coordinator_s=_number(extra.get("coordinator_s", DEFAULT_COORDINATOR_S),
                               f"{SECTION}.coordinator_s", 0),
-        straggler_p=p,
+        straggler_p=p, jitter=_number(extra.get("jitter", 0.0), f"{SECTION}.jitter", 0.0),
         straggler_factor=_number(strag.get("factor", 1.0), f"{SECTION}.straggler.factor",
                                  0.0, strict=True),
         failures_per_hour=_number(extra.get("failures_per_hour", 0.0),

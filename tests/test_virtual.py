@@ -173,6 +173,9 @@ def test_a_failed_nodes_islands_come_back_from_their_checkpoints(tmp_path):
     ({"head_node_type": "h", "available_node_types": {"h": {"resources": {"CPU": 2}}},
       "metadata": {"islands_virtual": {"head_reserved_cpus": -0.5}}},
      "islands_virtual.head_reserved_cpus must be >= 0, got -0.5"),
+    ({"available_node_types": {"w": {"resources": {"CPU": 4}, "max_workers": 2}},
+      "metadata": {"islands_virtual": {"jitter": -0.1}}},
+     "islands_virtual.jitter must be >= 0, got -0.1"),
 ])
 def test_a_bad_cluster_file_is_one_line_and_exit_2(tmp_path, capsys, doc, expect):
     path = tmp_path / "c.yaml"
@@ -183,6 +186,37 @@ def test_a_bad_cluster_file_is_one_line_and_exit_2(tmp_path, capsys, doc, expect
     assert code == 2 and err.startswith("islands.launch: error: --cluster: "), err
     assert expect in err and "\n" not in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_jitter_moves_the_calls_clock_not_their_work_and_replays(tmp_path):
+    """``jitter``: every island call's modelled seconds times mean-1 lognormal noise. On
+    sphere (the same steps every generation) without latency, the calls' durations vary
+    where without jitter they are all equal, the noise averages to 1, the same seed
+    replays it exactly, and with no migrants (so no coupling through the schedule) every
+    island's fitness is the same as without jitter."""
+    from islands.costmodel import load_cluster
+
+    doc = dict(CLUSTER, metadata={"islands_virtual": {"latency_s": 0, "coordinator_s": 0}})
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"env": "sphere:10", "s_per_step": 1e-3}))
+    kw = dict(env="sphere:10", generations=200, max_episodes=None, calibration=str(cal),
+              test_episodes=1, confirm_episodes=0, migrants=0)
+    _, plain = _run(tmp_path / "plain", _cluster(tmp_path, doc), **kw)
+    doc["metadata"]["islands_virtual"]["jitter"] = 0.3
+    noisy_file = _cluster(tmp_path, doc, "noisy.yaml")
+    assert load_cluster(noisy_file).jitter == 0.3
+    _, noisy = _run(tmp_path / "noisy", noisy_file, **kw)
+    _, again = _run(tmp_path / "again", noisy_file, **kw)
+    fast = [i for i in range(3) if i != 2]  # island 2 is on the half-speed node
+    steps = [m[m.island.isin(fast)].sort_values(["island", "generation"]) for m in (plain,
+                                                                                     noisy)]
+    assert steps[0].call_s.nunique() == 1 and steps[1].call_s.nunique() > 100
+    assert steps[1].call_s.mean() == pytest.approx(steps[0].call_s.iloc[0], rel=0.1)
+    cols = [c for c in noisy.columns if c not in REAL]
+    pd.testing.assert_frame_equal(noisy[cols], again[cols])
+    key = ["island", "generation"]
+    a, b = (m.sort_values(key).reset_index(drop=True) for m in (plain, noisy))
+    assert list(a.fitness_max) == list(b.fitness_max) and list(a.wall_s) != list(b.wall_s)
 
 
 def test_islands_on_the_head_lose_its_reserved_cpus(tmp_path):

@@ -133,6 +133,7 @@ class VirtualArchipelago:
         self.coordinator_free = 0.0  # when the coordinator finishes the reports it has
         self.rng = np.random.default_rng([int(cfg.seed), 0x7157])  # stragglers
         self.fail_rng = np.random.default_rng([int(cfg.seed), 0xFA11])  # node failures
+        self.jitter_rng = np.random.default_rng([int(cfg.seed), 0x717E])  # calls' noise
         self.host_ready = [0.0] * len(self.hosts)  # a restarting process's islands wait
         self.failures: list[dict[str, Any]] = []  # (the summary's)
         self.stop_signal: int | None = None
@@ -242,8 +243,9 @@ class VirtualArchipelago:
                 own = (self._synchronous_s(c.island, steps, rounds, episodes)
                        + spec.slowdown_s * c.k)
             else:
-                own = (self.work_s(host, spec, steps, rounds, episodes) / node.speed
-                       + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
+                own = ((self.work_s(host, spec, steps, rounds, episodes) / node.speed
+                        + spec.slowdown_s * c.k) * self.cluster.straggle(self.rng)
+                       * self.cluster.jitter_factor(self.jitter_rng))
             r.report.call_s = own  # the modelled seconds, not this machine's
             seconds += own
             results.append(r)
