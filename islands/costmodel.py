@@ -70,7 +70,8 @@ class ClusterModel:
     coordinator_s: float = DEFAULT_COORDINATOR_S
     straggler_p: float = 0.0
     straggler_factor: float = 1.0
-    jitter: float = 0.0  # log-sd of every call's noise (mean 1); 0: none, no draws
+    jitter: float = 0.0  # log-sd of an island call's noise (mean 1); 0: none, no draws
+    # (an island's own calls; a synchronous population's workers have the stragglers)
     failures_per_hour: float = 0.0  # per worker node (the head, the coordinator's, never)
     restart_s: float = DEFAULT_RESTART_S
     head_reserved_cpus: float = DEFAULT_HEAD_RESERVED_CPUS  # (in the head's speed already)

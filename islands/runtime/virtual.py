@@ -14,10 +14,10 @@ test after its steps on one core of the head. Island state depends only on its o
 so computing a batch when it is sent is exact; the coordinator's state depends on the order
 of reports, so a report is processed when its event comes due, in virtual-time order (ties
 by submission order). Nothing depends on the real clock: a run is reproducible from its
-seed, cluster file and calibration, bit for bit, on the same kind of CPU (the episodes'
-floating point differs between CPUs in the last digits, and a run's couplings amplify
-that: virtual-time.md stage 13). Given a real run's own schedule, it is that real run
-(``benchmarks/trace_replay.py``).
+seed, cluster file and calibration, bit for bit, on the same machine (the episodes'
+floating point differed between two machines with the same code and packages in the last
+digits, and a run's couplings amplify that: virtual-time.md stage 13). Given a real run's
+own schedule, it is that real run (``benchmarks/trace_replay.py``).
 
 Seams: this class is a :class:`.port.Runtime` and the loop cannot tell it from the Ray one.
 A worker node's failures (``failures_per_hour``) lose its processes' calls; their islands
