@@ -23,24 +23,22 @@ import numpy as np
 import pandas as pd
 
 from islands.output import benchmarking as bench
+from islands.runtime.calibration_runs import call_table, run_dirs
 
 
-def residuals(m: pd.DataFrame, skip: int = 3) -> pd.DataFrame:
-    """Each call's log residual against the run's own fit (its first ``skip``
-    generations left out: start-up)."""
-    m = m.sort_values(["island", "generation"]).copy()
-    by = m.groupby("island")
-    m["dsteps"] = by.env_steps.diff().fillna(m.env_steps)
-    m["deps"] = by.episodes.diff().fillna(m.episodes)
+def residuals(run: Path, skip: int = 3) -> pd.DataFrame:
+    """Each island call's log residual (``r``) against the run's own fit (its calls from
+    ``calibration_runs.call_table``; its first ``skip`` generations left out: start-up)."""
+    _, m = call_table(run)
     m = m[m.generation > skip].copy()
-    X = np.c_[m.dsteps, m.deps, np.ones(len(m))]
+    X = np.c_[m.steps, m.episodes, np.ones(len(m))]
     coef, *_ = np.linalg.lstsq(X, m.call_s.to_numpy(), rcond=None)
     m["r"] = np.log(m.call_s.to_numpy() / np.maximum(X @ coef, 1e-9))
     return m
 
 
-def noise(m: pd.DataFrame) -> dict[str, float]:
-    m = residuals(m)
+def noise(run: Path) -> dict[str, float]:
+    m = residuals(run)
     lag1 = [np.corrcoef(g.r.to_numpy()[:-1], g.r.to_numpy()[1:])[0, 1]
             for _, g in m.groupby("island") if len(g) > 3]
     wide = m.pivot_table(index="generation", columns="island", values="r").dropna()
@@ -57,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     rows = []
     for arm in args.arms:
-        runs = [noise(pd.read_parquet(f)) for f in sorted(arm.glob("runs/t*/metrics.parquet"))]
+        runs = [noise(r) for r in run_dirs(arm)]
         med = pd.DataFrame(runs).median()
         rows.append({"arm": arm.name, "runs": len(runs),
                      **{k: round(float(v), 3) for k, v in med.items()}})

@@ -30,27 +30,21 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 import islands
 from islands.output import benchmarking as bench
 from islands.runtime import virtual as V
+from islands.runtime.calibration_runs import run_dirs
 
 TIMING = {"wall_s", "call_s", "evals_per_s", "steps_per_s", "peak_rss_mb", "island_wall_s"}
 KEY = ["island", "generation"]
 
 
 def trials(exp: Path) -> dict[int, Path]:
-    """A kept experiment's trial directories by seed (or one run directory's)."""
-    if (exp / "metrics.parquet").exists():
-        import yaml
-
-        return {int(yaml.safe_load((exp / "config.yaml").read_text())["seed"]): exp}
-    out = {}
-    for t in sorted((exp / "runs").glob("t*")):
-        tj = t / "trial.json"
-        if tj.exists() and (t / "metrics.parquet").exists():
-            out[int(json.loads(tj.read_text())["seed"])] = t
-    return out
+    """A kept experiment's trial directories (or one run directory) by seed."""
+    return {int(yaml.safe_load((r / "config.yaml").read_text())["seed"]): r
+            for r in run_dirs(exp)}
 
 
 def _move(rt: V.VirtualArchipelago, ev: V.Event, at: float) -> None:

@@ -34,7 +34,8 @@ from ..config import ConfigError
 
 
 def call_table(run: Path) -> tuple[dict[str, Any], Any]:
-    """The run in ``run``: its config and one row per island call (``island``, ``steps``,
+    """The run in ``run``: its config and one row per island call (``island``,
+    ``generation``: the island's after the call, ``steps``,
     ``episodes``, ``call_s``, ``slept``: its island's ``slowdown_s`` x the call's
     generations, ``compute_s`` = call_s - slept, ``end``: the run's clock when it
     returned); ConfigError (one line) where it has no readable config or metrics."""
@@ -57,12 +58,14 @@ def call_table(run: Path) -> tuple[dict[str, Any], Any]:
         own = specs[int(isl)] if int(isl) < len(specs) and specs[int(isl)] else {}
         slept = float(own.get("slowdown_s") or 0.0) * d.generation.to_numpy()
         parts.append(pd.DataFrame({
-            "island": int(isl), "steps": d.env_steps.to_numpy(),
+            "island": int(isl), "generation": g.generation.to_numpy(),
+            "steps": d.env_steps.to_numpy(),
             "episodes": d.episodes.to_numpy(), "call_s": g.call_s.to_numpy(),
             "slept": slept, "compute_s": g.call_s.to_numpy() - slept,
             "end": g.wall_s.to_numpy()}))
     calls = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["island", "steps", "episodes", "call_s", "slept", "compute_s", "end"])
+        columns=["island", "generation", "steps", "episodes", "call_s", "slept", "compute_s",
+                 "end"])
     return cfg, calls[calls.steps > 0]
 
 
