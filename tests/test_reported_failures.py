@@ -118,3 +118,7 @@ def test_the_report_states_a_gpu_query_error(tmp_path):
     assert f"- machine: 2 CPUs, 1 GiB, GPU: could not query the GPU: {err} (Linux)" in lines
     p["gpu_error"] = None
     assert "- machine: 2 CPUs, 1 GiB, GPU: none (Linux)" in provenance_lines(ctx)
+    p["cpu"] = {"model": "AMD EPYC (cpu family 25, model 17, stepping 1)", "simd": "avx512f",
+                "flags": "30614b81"}
+    assert ("- machine: 2 CPUs (AMD EPYC (cpu family 25, model 17, stepping 1), avx512f, "
+            "flags 30614b81), 1 GiB, GPU: none (Linux)") in provenance_lines(ctx)

@@ -110,3 +110,32 @@ def test_an_interrupted_run_closes_its_segment_stopped_with_its_last_flush(tmp_p
     segments.touch(crashed, 50)
     (seg,) = segments.close_raised(crashed, 1_795_000_000.0, ValueError("bad"), "abc")
     assert seg["stop_reason"] == "raised ValueError" and seg["episodes"] is None
+
+
+INTEL = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 85
+model name\t: Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz
+stepping\t: 7
+flags\t\t: fpu sse4_2 avx avx2 fma
+
+processor\t: 1
+model name\t: another
+"""
+ARM = "processor\t: 0\nFeatures\t: fp asimd evtstrm\nCPU implementer\t: 0x41\n"
+
+
+def test_the_cpu_record_names_the_model_its_vector_width_and_a_digest_of_its_flags():
+    """Two machines with one model name but other flags tell apart (a replay is bit for bit
+    only on one machine: virtual-time.md, stage 13)."""
+    intel = segments.cpu(INTEL)  # the first CPU's block only
+    assert intel["model"] == ("Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz "
+                              "(cpu family 6, model 85, stepping 7)")
+    assert intel["simd"] == "avx2" and len(intel["flags"]) == 8
+    wider = segments.cpu(INTEL.replace("fma", "fma avx512f"))
+    assert wider["simd"] == "avx512f" and wider["flags"] != intel["flags"]
+    assert segments.cpu(ARM)["simd"] == "asimd"
+    assert segments.cpu("")["flags"] == "" and segments.cpu_text(None) == ""
+    assert segments.cpu_text(intel) == (f" ({intel['model']}, avx2, flags {intel['flags']})")
+    assert segments.machine()["cpu"] == segments.cpu()  # this machine's, as a segment has it

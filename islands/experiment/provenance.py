@@ -2,9 +2,9 @@
 
 :func:`record` is stored as ``provenance`` in ``experiment.json`` by ``run``: the date, the
 git commit of the islands package (and whether its tree had uncommitted changes), the
-machine (CPUs, memory, GPUs, or why they could not be queried), the versions of Python,
-Ray, torch, EnvPool, Gymnasium, numpy and scipy, and the environment table's row of every
-environment the experiment uses.
+machine (CPUs and their model, memory, GPUs, or why they could not be queried), the
+versions of Python, Ray, torch, EnvPool, Gymnasium, numpy and scipy, and the environment
+table's row of every environment the experiment uses.
 :func:`table_changes` compares that row with today's table, so that a report rendered after
 the table moved says its runs used other defaults than a rerun would (a setting every arm
 fixes is no such default).
@@ -87,13 +87,13 @@ def env_table(ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def record(spec: dict[str, Any]) -> dict[str, Any]:
     """Everything the report states about where the experiment ran."""
-    from ..output.segments import commit, memory_gb  # (gpus() also loads without the package)
+    from ..output.segments import commit, cpu, memory_gb  # (gpus() loads without the package)
 
     names, gpu_error = gpus()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit(), "host": platform.node(), "platform": platform.platform(),
-        "cpus": os.cpu_count(), "memory_gb": memory_gb(), "gpus": names,
+        "cpus": os.cpu_count(), "cpu": cpu(), "memory_gb": memory_gb(), "gpus": names,
         "gpu_error": gpu_error,  # None: ``gpus`` is the answer (empty: no GPU)
         "versions": versions(), "env_table": env_table(env_ids(spec)),
     }

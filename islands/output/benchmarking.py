@@ -85,8 +85,8 @@ def commit_id() -> str:
 
 
 def machine_facts() -> dict[str, Any]:
-    """Where the figures were measured: CPUs, memory, load, platform, Python and, when the
-    script has loaded torch, the GPUs it sees (None: not asked)."""
+    """Where the figures were measured: CPUs and their model, memory, load, platform, Python
+    and, when the script has loaded torch, the GPUs it sees (None: not asked)."""
     try:
         memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError, AttributeError):
@@ -96,8 +96,10 @@ def machine_facts() -> dict[str, Any]:
     if torch is not None:
         gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
             if torch.cuda.is_available() else []
+    from .segments import cpu
+
     return {"host": platform.node(), "platform": platform.platform(),
-            "python": platform.python_version(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu(),
             "memory_gb": memory, "load_1m": round(os.getloadavg()[0], 2), "gpus": gpus}
 
 

@@ -3,21 +3,22 @@
 A run longer than a machine's day (Walker2d, Ant, Humanoid on 2 cores) is stopped, kept
 (``islands.experiment keep``) and resumed on another machine, maybe days later. Each
 segment records the machine (host name, the kernel's boot id, which tells apart machines
-that share a host name as cloned VMs do, CPUs, memory), the commit, when it started and
-ended in UTC, why it stopped and the run's training episodes when it did. The driver opens
-a segment once the run directory exists (stop reason ``running``), moves its end forward at
-each metrics flush (``touch``), and closes it when its run returns or raises (an interrupt,
-Ctrl-C or a Tune trial stopped, closes as ``stopped`` with its last flush; a crash as
-``raised <type>``); ``summary.json`` repeats the list; ``keep`` copies the file with the
-checkpoints. So a segment whose process was killed before it could close it (a machine
-lost, a Tune trial killed, a copy kept while the trial was still stopping) still tells
-where it ran, until its last flush; the next start marks it ``lost``, or the experiment's
-driver, once Tune has stopped the trial, ``stopped``.
+that share a host name as cloned VMs do, CPUs and their model, memory), the commit, when it
+started and ended in UTC, why it stopped and the run's training episodes when it did. The
+driver opens a segment once the run directory exists (stop reason ``running``), moves its
+end forward at each metrics flush (``touch``), and closes it when its run returns or raises
+(an interrupt, Ctrl-C or a Tune trial stopped, closes as ``stopped`` with its last flush; a
+crash as ``raised <type>``); ``summary.json`` repeats the list; ``keep`` copies the file
+with the checkpoints. So a segment whose process was killed before it could close it (a
+machine lost, a Tune trial killed, a copy kept while the trial was still stopping) still
+tells where it ran, until its last flush; the next start marks it ``lost``, or the
+experiment's driver, once Tune has stopped the trial, ``stopped``.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -61,15 +62,53 @@ def memory_gb() -> float | None:
         return None
 
 
+# the widest vector extension first: NumPy, torch and MuJoCo pick their kernels by it, so two
+# machines that differ here may round an episode's return differently (virtual-time.md,
+# stage 13: the same code parted in the ninth digit on another machine)
+SIMD = ("avx512f", "avx2", "avx", "sse4_2", "neon", "asimd")
+
+
+def cpu(text: str | None = None) -> dict[str, str]:
+    """This machine's processor as ``/proc/cpuinfo`` (or ``text``) names its first CPU:
+    ``model`` (its name, family, model and stepping: a cloud VM may name only its vendor),
+    ``simd`` (the widest of :data:`SIMD` it has) and ``flags`` (a digest of all its flags,
+    which tells apart machines that share a model name). Empty strings where not readable."""
+    if text is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            text = ""
+    first: dict[str, str] = {}
+    for line in text.split("\n\n")[0].splitlines():
+        key, _, value = line.partition(":")
+        first.setdefault(key.strip(), value.strip())
+    flags = set((first.get("flags") or first.get("Features") or "").split())
+    name = first.get("model name") or platform.processor()
+    ids = [f"{k} {first[k]}" for k in ("cpu family", "model", "stepping") if first.get(k)]
+    return {"model": " ".join([name, f"({', '.join(ids)})" if ids else ""]).strip(),
+            "simd": next((f for f in SIMD if f in flags), ""),
+            "flags": hashlib.sha1(" ".join(sorted(flags)).encode()).hexdigest()[:8]
+            if flags else ""}
+
+
+def cpu_text(c: dict[str, str] | None) -> str:
+    """`` (AMD EPYC (cpu family 25, model 17, stepping 1), avx512f, flags 30614b81)`` from a
+    recorded :func:`cpu`; "" for a record made before CPUs were recorded."""
+    if not c:
+        return ""
+    parts = [c.get("model"), c.get("simd"), c.get("flags") and f"flags {c['flags']}"]
+    return " (" + ", ".join(x for x in parts if x) + ")"
+
+
 def machine() -> dict[str, Any]:
     """This machine: host name, boot id (8 characters, "" where the kernel has none), CPUs,
-    memory in GiB."""
+    their model (:func:`cpu`), memory in GiB."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
     except OSError:
         boot = ""
     return {"host": platform.node(), "boot": boot, "cpus": os.cpu_count(),
-            "memory_gb": memory_gb()}
+            "cpu": cpu(), "memory_gb": memory_gb()}
 
 
 def _utc(t: float) -> str:

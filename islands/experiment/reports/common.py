@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...output.segments import commit
+from ...output.segments import commit, cpu_text
 from ..cells import FAILED, per_config, ran
 from ..collect import missing_trials, param_value
 from ..figures import km_curves, save_figure
@@ -165,8 +165,8 @@ def provenance_lines(ctx: Context) -> list[str]:
     v = p.get("versions") or {}
     gpus = gpu_line(p)
     lines += [f"- started: {p.get('date')}, commit `{p.get('commit')}`",
-              f"- machine: {p.get('cpus')} CPUs, {p.get('memory_gb')} GiB, GPU: {gpus} "
-              f"({p.get('platform')})",
+              f"- machine: {p.get('cpus')} CPUs{cpu_text(p.get('cpu'))}, "
+              f"{p.get('memory_gb')} GiB, GPU: {gpus} ({p.get('platform')})",
               "- versions: " + ", ".join(f"{k} {x}" for k, x in v.items())]
     lines.append(f"- report written with commit `{commit()}` (the statistics; the "
                  "runs are the commit above)")
