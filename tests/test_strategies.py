@@ -6,6 +6,7 @@ runs are seeded; objectives are cheap numpy functions so the file stays fast on 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -288,6 +289,39 @@ def test_cmaes_state_loads_in_another_process(tmp_path):
                PYTHONHASHSEED=str(int(seed) + 1) if seed.isdigit() else "12345")
     subprocess.run([sys.executable, "-c", child], check=True, env=env, timeout=120)
     assert np.array_equal(np.load(tmp_path / "out.npy"), np.array(expected))
+
+
+CMA_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    if sys.argv[1] == "loaded":
+        import matplotlib.pyplot, scipy.stats  # noqa: F401
+    from islands.strategies import make
+    centers = []
+    for name in ("cmaes", "sep-cmaes"):
+        s = make(name, 10, popsize=12, sigma=0.3, seed=3)
+        for _ in range(20):
+            s.tell(-np.sum((s.ask() - 1.0) ** 2, axis=1))
+        centers.append(np.asarray(s.center).tobytes().hex())
+    skipped = [m for m in ("matplotlib.pyplot", "scipy.stats") if m not in sys.modules]
+    import matplotlib.pyplot, scipy.stats  # noqa: F401,E401  (importable afterwards)
+    print(json.dumps([centers, skipped]))
+""")
+
+
+def test_pycma_loads_without_its_plots_and_stats_and_runs_the_same():
+    """An island process that runs CMA-ES skips pycma's optional matplotlib and scipy.stats
+    imports (strategies/cmaes.py, ``_Optional``: about 1 s of CPU per process); a process
+    that had loaded them first computes the same centers, bit for bit."""
+    out = {}
+    for mode in ("loaded", "skipped"):
+        out[mode] = subprocess.run([sys.executable, "-c", CMA_CHILD, mode], check=True,
+                                   env=dict(os.environ, PYTHONPATH=ROOT), timeout=120,
+                                   capture_output=True, text=True).stdout.strip()
+    centers_loaded, none = json.loads(out["loaded"])
+    centers_skipped, skipped = json.loads(out["skipped"])
+    assert none == [] and skipped == ["matplotlib.pyplot", "scipy.stats"], out
+    assert centers_skipped == centers_loaded
 
 
 # ---- migrants ------------------------------------------------------------------------------
