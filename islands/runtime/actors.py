@@ -193,8 +193,8 @@ class CoordinatorActor:
         self.monitor = CoordinatorMonitor(spec.env)
         self.spec = spec
         if obs_norm:
-            # Import now (it pulls in torch via the policies package): a first import
-            # inside report() would stall every reply for seconds.
+            # Import now (numpy only, no torch: 0.1 s): a first import inside report()
+            # would stall that reply.
             import policies.obsnorm  # noqa: F401
         self.core = CoordinatorCore(spec, checkpoint, reconstructed=was_reconstructed())
         self.stop_request: str | None = None
