@@ -12,12 +12,14 @@ import argparse
 import sys
 
 import pandas as pd
+import pytest
 from conftest import ROOT, virtual_options
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import trace_replay  # noqa: E402
 
 
+@pytest.mark.own_ray  # cli_run: an embedded launcher run, its own Ray
 def test_a_real_run_replayed_on_its_own_schedule_is_the_same_run(cli_run, tmp_path):
     real, _ = cli_run
     rows = pd.read_parquet(real / "metrics.parquet")
