@@ -193,7 +193,7 @@ class CoordinatorActor:
         self.monitor = CoordinatorMonitor(spec.env)
         self.spec = spec
         if obs_norm:
-            # Import now (numpy only, no torch: 0.1 s): a first import inside report()
+            # Import now (numpy only, no torch): a first import inside report()
             # would stall that reply.
             import policies.obsnorm  # noqa: F401
         self.core = CoordinatorCore(spec, checkpoint, reconstructed=was_reconstructed())

@@ -72,13 +72,13 @@ def _pycma():
 
 class _Optional(importlib.abc.MetaPathFinder):
     """While pycma's package loads in this thread, its optional imports that this module
-    never uses fail as if not installed: matplotlib.pyplot (``cma.s``'s plots; cma.plot
-    imports it again when called) and scipy.stats (kendalltau, for pycma's surrogate
-    models, with its own fallback). Each ``try: import ... except ImportError`` in pycma
-    4.x, so CMAEvolutionStrategy is unchanged: about 1 s less CPU per island process
-    (0.22 s against 1.28 s for ``import cma`` on the 2-core laptop). Other threads and any
-    later import see both modules as usual: the flag is thread-local and only modules not
-    loaded yet are hidden."""
+    never uses fail as if not installed: matplotlib (``cma.s``'s plots; cma.plot imports
+    pyplot again when called) and scipy.stats (kendalltau, for pycma's surrogate models,
+    with its own fallback). Each sits in a ``try: import ... except ImportError`` in pycma
+    4.x, so CMAEvolutionStrategy is unchanged (tests/test_strategies.py checks the centers
+    bit for bit), and an island process that runs CMA-ES starts about 1 s of CPU sooner
+    (docs/results/suite-time.md). Other threads and any later import see both modules as
+    usual: the flag is thread-local and only modules not loaded yet are hidden."""
 
     HIDDEN = ("matplotlib", "scipy.stats")
     _local = threading.local()
