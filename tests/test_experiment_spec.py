@@ -25,7 +25,7 @@ FILES = ("network-scaling", "bipedal", "pong", "worker-scaling", "neuromod-vs-cm
          "virtual-time-hopper", "virtual-time-hopper-straggler", "cluster-scaling")
 LAPTOP_RUNS = {"network-scaling": 45, "bipedal": 2, "pong": 2, "worker-scaling": 50,
                "neuromod-vs-cmaes": 10, "mujoco": 25, "islands-vs-one": 180, "mujoco-long": 10,
-               "humanoid": 1, "virtual-time": 60,
+               "humanoid": 3, "virtual-time": 60,
                "virtual-time-straggler": 20, "virtual-time-hopper": 60,
                "virtual-time-hopper-straggler": 20, "cluster-scaling": 400}
 # The research questions answered at an evaluation budget (the clock only a safety cap)
